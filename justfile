@@ -1,0 +1,44 @@
+# Recipes for the Adaptive Orchestrator. Run them through ./dev, which sets up .venv first.
+
+set shell := ["bash", "-eu", "-o", "pipefail", "-c"]
+
+py := ".venv/bin/python"
+bin := ".venv/bin"
+
+# list the recipes
+default:
+    @{{bin}}/just --list
+
+# the whole test suite (what CI runs); extra arguments go to pytest
+test *ARGS:
+    {{bin}}/ruff check src tests bench fuzz
+    {{bin}}/pytest -q {{ARGS}}
+
+# lint and format check
+lint:
+    {{bin}}/ruff check src tests bench fuzz
+    {{bin}}/ruff format --check src tests bench fuzz || true
+
+# run the built-in simulated model and a small demo task through the engine
+demo *ARGS:
+    {{py}} -m orchestrator demo {{ARGS}}
+
+# one run in-process against the configured endpoint: just run "your task"
+run *ARGS:
+    {{py}} -m orchestrator run {{ARGS}}
+
+# the simulated Responses-API model: just sim --script FILE --port 8080
+sim *ARGS:
+    {{py}} -m orchestrator sim-model {{ARGS}}
+
+# print the resolved configuration or the errors
+check *ARGS:
+    {{py}} -m orchestrator check {{ARGS}}
+
+# every benchmark in bench/, each printing a ratio against a side-by-side baseline
+bench:
+    for f in bench/*.py; do echo "== $f"; {{py}} "$f"; done
+
+# property-based fuzzing of the parsers (longer than the fuzz tests inside ./dev test)
+fuzz *ARGS:
+    HYPOTHESIS_PROFILE=fuzz {{bin}}/pytest -q fuzz {{ARGS}}
