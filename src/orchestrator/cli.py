@@ -1,0 +1,158 @@
+"""The ``orchestrator`` command: ``run``, ``demo``, ``check``, ``sim-model``.
+
+Exit codes: 0 success; 1 the run ended ``error`` / ``needs_clarification``; 2 invalid configuration or
+usage; 130 interrupted by a signal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import msgspec
+import trio
+
+from orchestrator.config import Settings, load_settings, probe_model, render_settings, resolve_paths
+from orchestrator.engine.effort import EFFORT_TIERS
+from orchestrator.engine.runfolder import RunIdCollision
+from orchestrator.engine.runner import RunOutcome, RunRequest, RunServices, execute_run
+from orchestrator.errors import ConfigError
+from orchestrator.llm import timeouts_from_env
+from orchestrator.projectsettings import read_project_settings, resolve_effort, resolve_log_level
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_RUN_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _add_config_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--guild", metavar="DIR", help="Guild directory (default ORCHESTRATOR_GUILD_DIR or ./guild)")
+    parser.add_argument(
+        "--deployment",
+        metavar="FILE",
+        help="deployment file (default ORCHESTRATOR_DEPLOYMENT_FILE or ./deployment/deployment.json)",
+    )
+
+
+def _add_run_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workspace", metavar="DIR", default=".", help="project the run works in (default .)")
+    _add_config_args(parser)
+    parser.add_argument("--effort", choices=EFFORT_TIERS, help="quality tier for this run")
+    parser.add_argument("--log-level", choices=("full", "standard"), help="run-log payload detail")
+    parser.add_argument("--json", action="store_true", help="print the result card as JSON")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="orchestrator", description="Adaptive Orchestrator")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = commands.add_parser("run", help="run one task in-process against the configured model")
+    _add_run_args(run)
+    run.add_argument("task", help="what the Guild should do")
+    demo = commands.add_parser("demo", help="run a demo task against the built-in simulated model")
+    _add_run_args(demo)
+    demo.set_defaults(workspace="demo-workspace")
+    demo.add_argument("task", nargs="?", default="Write a greeting into hello.txt and make sure it is there.")
+    check = commands.add_parser("check", help="print the resolved configuration, or what is wrong with it")
+    _add_config_args(check)
+    check.add_argument("--no-probe", action="store_true", help="do not ask the model endpoint")
+    commands.add_parser("sim-model", help="serve the simulated Responses-API model", add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "sim-model":
+        from orchestrator.sim.cli import main as sim_main
+
+        return sim_main(argv[1:])
+    args = build_parser().parse_args(argv)
+    env = dict(os.environ)
+    try:
+        if args.command == "check":
+            return trio.run(_check, args, env)
+        if args.command == "demo":
+            return trio.run(_demo, args, env)
+        return trio.run(_run, args, env)
+    except ConfigError as exc:
+        _print_problems(exc)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def _print_problems(exc: ConfigError) -> None:
+    print("orchestrator: invalid configuration:", file=sys.stderr)
+    for problem in exc.problems:
+        print(f"  - {problem}", file=sys.stderr)
+
+
+async def _settings(args: argparse.Namespace, env: Mapping[str, str], *, probe: bool = True) -> Settings:
+    guild_dir, deployment_file = resolve_paths(args.guild, args.deployment, env)
+    settings = load_settings(guild_dir, deployment_file, env)
+    if probe:
+        settings = await probe_model(settings)
+    for note in settings.notes:
+        print(f"orchestrator: {note}", file=sys.stderr)
+    return settings
+
+
+async def _check(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    settings = await _settings(args, env, probe=not args.no_probe)
+    print(json.dumps(render_settings(settings), indent=2))
+    return EXIT_OK
+
+
+def _request(args: argparse.Namespace, settings: Settings, workspace: Path) -> RunRequest:
+    project = read_project_settings(workspace)
+    logging = settings.deployment.logging
+    return RunRequest(
+        task=args.task,
+        effort=resolve_effort(args.effort, project),
+        log_level=resolve_log_level(args.log_level, project, logging.level if logging else None),  # type: ignore[arg-type]
+    )
+
+
+async def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    settings = await _settings(args, env)
+    workspace = Path(args.workspace).resolve()
+    services = RunServices(timeouts=timeouts_from_env(env))
+    return await _execute(settings, workspace, _request(args, settings, workspace), services, args.json)
+
+
+async def _execute(
+    settings: Settings, workspace: Path, request: RunRequest, services: RunServices, as_json: bool
+) -> int:
+    if not workspace.is_dir():
+        raise ConfigError(f"--workspace {workspace}: not a directory")
+    try:
+        outcome = await execute_run(settings, workspace, request, services)
+    except RunIdCollision as exc:
+        print(f"orchestrator: run id {exc} is taken (one run per second); try again", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    _print_outcome(outcome, as_json)
+    return EXIT_OK if outcome.card.status == "success" else EXIT_RUN_FAILED
+
+
+def _print_outcome(outcome: RunOutcome, as_json: bool) -> None:
+    card = outcome.card
+    if as_json:
+        print(msgspec.json.encode({"runId": outcome.run_id, **msgspec.to_builtins(card)}).decode())
+        return
+    print(f"run {outcome.run_id}: {card.status}")
+    print(f"  {card.summary}")
+    if card.error is not None:
+        print(f"  error: {card.error.kind}" + (f" — {card.error.message}" if card.error.message else ""))
+    for artifact in card.artifacts:
+        print(f"  artifact: {artifact}")
+    print(f"  log: {outcome.run_dir / 'log.jsonl'}")
+
+
+async def _demo(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """Serve the bundled sim script on a free loopback port and run the demo task through it."""
+    from orchestrator.demo import run_demo
+
+    return await run_demo(args, env, settings_loader=_settings, execute=_execute, request_for=_request)

@@ -1,0 +1,90 @@
+"""``orchestrator demo``: the bundled simulated model on a free loopback port, one run through it.
+
+Works on a fresh machine with no model endpoint: the sim answers from ``sim/scripts/demo.json``, the
+shipped Guild runs against it, and the terminal shows the role tree and the streamed text live.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from orchestrator.engine.run import StreamDelta
+from orchestrator.engine.runner import RunServices
+from orchestrator.llm import timeouts_from_env
+from orchestrator.runlog.events import RoleFinished, RoleStart, RunEvent, ToolCallEvent
+from orchestrator.sim import load_script, serve_sim
+
+__all__ = ["run_demo"]
+
+
+def _script_bytes() -> bytes:
+    return resources.files("orchestrator.sim").joinpath("scripts/demo.json").read_bytes()
+
+
+class _Narrator:
+    """Prints the run as it happens: role starts and ends, tool calls, streamed content."""
+
+    def __init__(self) -> None:
+        self._streaming: str | None = None
+
+    def _end_stream(self) -> None:
+        if self._streaming is not None:
+            print(file=sys.stderr)
+            self._streaming = None
+
+    def event(self, event: RunEvent) -> None:
+        if isinstance(event, RoleStart):
+            self._end_stream()
+            p = event.payload
+            print(f"{'  ' * p.depth}▶ {p.role_id} starts: {p.task[:90]}", file=sys.stderr)
+        elif isinstance(event, RoleFinished):
+            self._end_stream()
+            p = event.payload
+            print(f"{'  ' * p.depth}■ {p.role_id} {p.status}: {(p.summary or '')[:90]}", file=sys.stderr)
+        elif isinstance(event, ToolCallEvent) and event.payload.tool not in ("agent", "finish"):
+            self._end_stream()
+            p = event.payload
+            print(f"    · {p.role} calls {p.tool} {p.arguments[:80]}", file=sys.stderr)
+
+    def delta(self, delta: StreamDelta) -> None:
+        if delta.field != "content":
+            return
+        if delta.reset or self._streaming != delta.role_id:
+            self._end_stream()
+            self._streaming = delta.role_id
+            print(f"    ✎ {delta.role_id}: ", end="", file=sys.stderr)
+        print(delta.text, end="", file=sys.stderr, flush=True)
+
+
+async def run_demo(
+    args: argparse.Namespace,
+    env: Mapping[str, str],
+    *,
+    settings_loader: Callable[..., Awaitable[Any]],
+    execute: Callable[..., Awaitable[int]],
+    request_for: Callable[..., Any],
+) -> int:
+    script = load_script(_script_bytes())
+    workspace = Path(args.workspace).resolve()
+    workspace.mkdir(parents=True, exist_ok=True)
+    async with trio.open_nursery() as nursery:
+        base_url = await nursery.start(serve_sim, script)
+        print(f"demo: simulated model at {base_url}; workspace {workspace}", file=sys.stderr)
+        discovered = ("ORCHESTRATOR_MODEL", "ORCHESTRATOR_MODEL_CONTEXT_WINDOW")
+        demo_env = {k: v for k, v in env.items() if k not in discovered}
+        demo_env["ORCHESTRATOR_API_BASE"] = base_url
+        settings = await settings_loader(args, demo_env)
+        narrator = _Narrator()
+        services = RunServices(
+            timeouts=timeouts_from_env(env), on_delta=narrator.delta, log_listeners=[narrator.event]
+        )
+        code = await execute(settings, workspace, request_for(args, settings, workspace), services, args.json)
+        nursery.cancel_scope.cancel()
+    return code

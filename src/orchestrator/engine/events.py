@@ -1,0 +1,163 @@
+"""Constructors for the engine's log events: one place that knows each payload's shape."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from orchestrator.engine.context import Compaction
+from orchestrator.engine.state import RoleFrame
+from orchestrator.runlog import events as e
+from orchestrator.runlog.writer import utc_timestamp
+
+__all__ = [
+    "agent_call",
+    "context_compacted",
+    "context_pressure",
+    "depth_exceeded",
+    "effort_set",
+    "failure",
+    "llm_call",
+    "llm_call_start",
+    "role_finished",
+    "role_not_found",
+    "role_start",
+    "run_resumed",
+    "tool_call",
+    "tool_result",
+]
+
+_FAILURES: dict[str, type] = {
+    "llm_unavailable": e.LlmUnavailable,
+    "context_budget_exceeded": e.ContextBudgetExceeded,
+    "implicit_finish": e.ImplicitFinish,
+    "unknown_tool": e.UnknownTool,
+    "invalid_tool_call": e.InvalidToolCall,
+}
+
+
+def effort_set(effort: str) -> e.EffortSet:
+    return e.EffortSet(timestamp=utc_timestamp(), payload=e.EffortSetPayload(effort=effort))
+
+
+def role_start(frame: RoleFrame) -> e.RoleStart:
+    return e.RoleStart(
+        timestamp=utc_timestamp(),
+        payload=e.RoleStartPayload(
+            role=frame.role,
+            role_id=frame.instance_id,
+            depth=frame.depth,
+            task=frame.task,
+            parent=frame.parent_role,
+            parent_role_id=frame.parent_id,
+        ),
+    )
+
+
+def role_finished(frame: RoleFrame, card: e.ResultCard) -> e.RoleFinished:
+    return e.RoleFinished(
+        timestamp=utc_timestamp(),
+        payload=e.RoleFinishedPayload(
+            role=frame.role,
+            role_id=frame.instance_id,
+            depth=frame.depth,
+            status=card.status,
+            summary=card.summary,
+            error=card.error,
+            parent=frame.parent_role,
+        ),
+    )
+
+
+def agent_call(parent: str, child: str, depth: int) -> e.AgentCall:
+    return e.AgentCall(timestamp=utc_timestamp(), payload=e.AgentCallPayload(parent=parent, child=child, depth=depth))
+
+
+def llm_call_start(frame: RoleFrame) -> e.LlmCallStart:
+    return e.LlmCallStart(timestamp=utc_timestamp(), payload=e.RoleRef(role=frame.role, role_id=frame.instance_id))
+
+
+def llm_call(
+    frame: RoleFrame,
+    sent: Sequence[e.Message],
+    sent_from: int,
+    assistant: e.Message,
+    usage: e.Usage,
+    finish_reason: str | None,
+) -> e.LlmCall:
+    """``sent`` is the delta since the instance's previous ``llm_call``; reasoning is not logged in it."""
+    payload = e.LlmCallPayload(
+        role=frame.role,
+        role_id=frame.instance_id,
+        message_count=sent_from + len(sent),
+        usage=usage,
+        sent_from=sent_from,
+        sent=[msgspec.structs.replace(m, reasoning=None) if m.reasoning else m for m in sent],
+        received=e.Received(content=assistant.content, reasoning=assistant.reasoning, tool_calls=assistant.tool_calls),
+    )
+    if finish_reason is not None:
+        payload.finish_reason = finish_reason
+    return e.LlmCall(timestamp=utc_timestamp(), payload=payload)
+
+
+def tool_call(frame: RoleFrame, tool: str, arguments: str) -> e.ToolCallEvent:
+    return e.ToolCallEvent(
+        timestamp=utc_timestamp(),
+        payload=e.ToolCallPayload(role=frame.role, tool=tool, arguments=arguments, role_id=frame.instance_id),
+    )
+
+
+def tool_result(frame: RoleFrame, tool: str, result: e.ToolResult) -> e.ToolResultEvent:
+    return e.ToolResultEvent(
+        timestamp=utc_timestamp(),
+        payload=e.ToolResultPayload(
+            role=frame.role, tool=tool, kind=result.kind, result=result, role_id=frame.instance_id
+        ),
+    )
+
+
+def depth_exceeded(parent: str, child: str, depth: int, message: str) -> e.DepthExceeded:
+    return e.DepthExceeded(
+        timestamp=utc_timestamp(),
+        payload=e.DepthExceededPayload(parent=parent, child=child, depth=depth, error=message),
+    )
+
+
+def role_not_found(role_name: str, parent: str | None) -> e.RoleNotFound:
+    return e.RoleNotFound(timestamp=utc_timestamp(), payload=e.RoleNotFoundPayload(role_name=role_name, parent=parent))
+
+
+def context_compacted(frame: RoleFrame, compaction: Compaction, window: int) -> e.ContextCompacted:
+    return e.ContextCompacted(
+        timestamp=utc_timestamp(),
+        payload=e.ContextCompactedPayload(
+            role=frame.role,
+            role_id=frame.instance_id,
+            dropped_messages=compaction.dropped_messages,
+            truncated_tool_messages=compaction.truncated_tool_messages,
+            stripped_reasoning_messages=compaction.stripped_reasoning_messages,
+            estimated_prompt_tokens=compaction.estimated_prompt_tokens,
+            context_window=window,
+        ),
+    )
+
+
+def context_pressure(frame: RoleFrame, prompt_tokens: int, budget: int) -> e.ContextPressure:
+    return e.ContextPressure(
+        timestamp=utc_timestamp(),
+        payload=e.ContextPressurePayload(
+            role=frame.role, role_id=frame.instance_id, prompt_tokens=prompt_tokens, effective_budget=budget
+        ),
+    )
+
+
+def failure(event_type: str, frame: RoleFrame, **detail: object) -> e.RunEvent:
+    """One of the failure/lifecycle events (``llm_unavailable``, ``unknown_tool`` …) for ``frame``."""
+    cls = _FAILURES[event_type]
+    payload = e.FailurePayload(role=frame.role, role_id=frame.instance_id, **detail)  # type: ignore[arg-type]
+    return cls(timestamp=utc_timestamp(), payload=payload)
+
+
+def run_resumed(run_id: str, frames: int) -> e.RunResumed:
+    return e.RunResumed(timestamp=utc_timestamp(), payload=e.RunResumedPayload(run_id=run_id, resumed_frames=frames))

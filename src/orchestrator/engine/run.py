@@ -1,0 +1,430 @@
+"""One run: the depth-first role loop on a trio scope tree.
+
+Each role instance runs in its own ``CancelScope`` nested in its parent's, so the tree of live scopes
+*is* the tree of live roles: cancelling an instance's scope unwinds it and everything below it, and it
+returns an ``interrupted`` card at its own boundary. A turn's messages join a history only when the
+whole turn (model response and every tool output) is complete, so nothing half-done is ever replayed.
+
+All state a resume needs is in ``RunState`` / ``RoleFrame`` (msgspec data), never in coroutine locals:
+``run_role`` on a frame decoded from a checkpoint continues where the frame stood.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+
+from orchestrator.config import Settings
+from orchestrator.engine import events as ev
+from orchestrator.engine.builtins import ContextView, context_info, edit_context, validate_finish
+from orchestrator.engine.context import compact, effective_budget, truncate_text
+from orchestrator.engine.effort import effort_directive
+from orchestrator.engine.state import PendingTurn, RoleFrame, RunState
+from orchestrator.llm import ContextRejected, FunctionTool, LlmClient, Unavailable, build_request
+from orchestrator.runlog.events import CardError, Message, ResultCard, ToolCall, ToolResult
+from orchestrator.runlog.writer import RunLog
+from orchestrator.tools.base import NativeTool, ToolContext, ToolOutcome, failure, success
+from orchestrator.tools.validate import SchemaCache, parse_arguments
+
+__all__ = ["BUILTIN_TOOLS", "DeltaSink", "Run", "StreamDelta"]
+
+BUILTIN_TOOLS = frozenset({"agent", "finish", "context_info", "edit_context"})
+MAX_CONSECUTIVE_REJECTIONS = 3
+
+PRESSURE_NOTICE = (
+    "[Platform notice — context pressure] Your conversation is close to the model's context limit. "
+    "Do not start new work. Call `finish` now with status \"error\" and error.kind \"context_handoff\", "
+    "and write the summary as a handoff brief for a fresh agent that will continue: what is done, what "
+    "remains, the key file paths, the decisions made, and the immediate next step."
+)
+
+
+class StreamDelta(msgspec.Struct, kw_only=True):
+    """One live token delta of the turn in flight (ephemeral; never the authority on history)."""
+
+    run_id: str
+    role_id: str
+    role: str
+    field: str
+    text: str
+    reset: bool
+
+
+DeltaSink = Callable[[StreamDelta], None]
+
+
+@dataclass
+class _Registered:
+    frame: RoleFrame
+    scope: trio.CancelScope
+
+
+class Run:
+    """Owns one run's state, log, model client and role registry; ``execute`` drives it to a card.
+
+    Cancellation: cancelling the caller of ``execute`` (shutdown) propagates without emitting
+    ``role_finished`` for the unwound roles — the run is abandoned, not finished, and resumable.
+    """
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        workspace: Path,
+        state: RunState,
+        log: RunLog,
+        llm: LlmClient,
+        native_tools: dict[str, NativeTool] | None = None,
+        on_delta: DeltaSink | None = None,
+    ) -> None:
+        self.settings = settings
+        self.workspace = workspace
+        self.state = state
+        self.log = log
+        self.llm = llm
+        self.native_tools = native_tools or {}
+        self.on_delta = on_delta
+        self.registry: dict[str, _Registered] = {}
+        self._model_lock = trio.Lock()
+        guild = settings.guild
+        self._schemas = SchemaCache({name: tool.parameters for name, tool in guild.tools.items()})
+        self._role_tools: dict[str, list[FunctionTool]] = {
+            name: [
+                FunctionTool(name=t, description=guild.tools[t].description, parameters=guild.tools[t].parameters)
+                for t in role.tools
+                if t in guild.tools
+            ]
+            for name, role in guild.roles.items()
+        }
+
+    # --- entry ---------------------------------------------------------------------------------
+
+    def new_frame(self, role: str, depth: int, task: str, parent: RoleFrame | None) -> RoleFrame:
+        """Mint an instance id and build the frame's opening conversation."""
+        self.state.registry_counter += 1
+        history = [Message(role="system", content=self.settings.guild.roles[role].system_prompt)]
+        effort = None
+        if parent is None:
+            effort = self.state.effort
+            history.append(Message(role="system", content=effort_directive(effort)))
+        history.append(Message(role="user", content=task))
+        return RoleFrame(
+            instance_id=f"{role}-{depth}-{self.state.registry_counter}",
+            role=role,
+            depth=depth,
+            task=task,
+            parent_id=parent.instance_id if parent else None,
+            parent_role=parent.role if parent else None,
+            effort=effort,
+            history=history,
+            preamble=len(history),
+        )
+
+    async def execute(self, task: str) -> ResultCard:
+        """Start the entry role on ``task`` and run the tree depth-first to the entry role's card."""
+        entry = self.settings.guild.entry_role
+        self.log.emit(ev.effort_set(self.state.effort))
+        if entry not in self.settings.guild.roles:
+            self.log.emit(ev.role_not_found(entry, None))
+            return _error_card("invalid_arguments", f"entry role {entry!r} is not declared in the Guild")
+        frame = self.new_frame(entry, 0, task, None)
+        self.log.emit(ev.role_start(frame))
+        return await self.run_role(frame)
+
+    # --- the role loop -------------------------------------------------------------------------
+
+    async def run_role(self, frame: RoleFrame) -> ResultCard:
+        """Run ``frame`` to its card inside its own cancel scope; emits ``role_finished`` once.
+
+        A frame with ``pending`` set (resumed from a checkpoint) skips the model call and continues
+        its tool calls; a frame without re-enters at its loop top.
+        """
+        card: ResultCard | None = None
+        self.state.frames.append(frame)
+        with trio.CancelScope() as frame_scope:
+            self.registry[frame.instance_id] = _Registered(frame, frame_scope)
+            try:
+                card = await self._loop(frame)
+            finally:
+                del self.registry[frame.instance_id]
+                self.state.frames.remove(frame)
+        if card is None:
+            card = _error_card("interrupted", "the operator interrupted this role's work")
+        self.log.emit(ev.role_finished(frame, card))
+        return card
+
+    async def _loop(self, frame: RoleFrame) -> ResultCard:
+        while True:
+            self._safe_point(frame)
+            if frame.pending is None:
+                outcome = await self._model_turn(frame)
+                if isinstance(outcome, ResultCard):
+                    return outcome
+                if outcome is None:
+                    continue
+                frame.pending = PendingTurn(assistant=outcome)
+            card = await self._finish_pending(frame)
+            if card is not None:
+                return card
+
+    def _safe_point(self, frame: RoleFrame) -> None:
+        """Between turns: deliver what is due at a turn boundary (the one-shot pressure notice)."""
+        if frame.pending is None and frame.pressure_notice_due:
+            frame.pressure_notice_due = False
+            frame.history.append(Message(role="user", content=PRESSURE_NOTICE))
+
+    # --- one model turn ------------------------------------------------------------------------
+
+    @property
+    def budget(self) -> int:
+        model = self.settings.deployment.model
+        return effective_budget(model.context_window or 0, model.generation.max_tokens, self.state.learned_ceiling)
+
+    async def _model_turn(self, frame: RoleFrame) -> Message | ResultCard | None:
+        """One request. Returns the assistant message, a card that ends the role, or ``None`` to retry
+        after an in-place compaction."""
+        model = self.settings.deployment.model
+        request = build_request(
+            model=model.name or "",
+            history=frame.history,
+            tools=self._role_tools[frame.role],
+            max_output_tokens=model.generation.max_tokens,
+            temperature=model.generation.temperature,
+        )
+        self.log.emit(ev.llm_call_start(frame))
+        if self._model_lock.locked():
+            raise RuntimeError("a second model request while one is in flight: sequential scheduling broken")
+        async with self._model_lock:
+            outcome = await self.llm.complete(request, self._publisher(frame))
+        if isinstance(outcome, Unavailable):
+            self.log.emit(ev.failure("llm_unavailable", frame, message=outcome.message, attempts=outcome.attempts))
+            return _error_card("llm_unavailable", f"the model endpoint failed: {outcome.message}")
+        if isinstance(outcome, ContextRejected):
+            return self._rejected(frame, outcome)
+        frame.rejection_count = 0
+        usage = outcome.usage
+        assistant = Message(
+            role="assistant", content=outcome.content, reasoning=outcome.reasoning, tool_calls=outcome.tool_calls
+        )
+        sent_from = min(frame.logged_upto, len(frame.history))
+        self.log.emit(ev.llm_call(frame, frame.history[sent_from:], sent_from, assistant, usage, outcome.finish_reason))
+        frame.logged_upto = len(frame.history)
+        frame.llm_calls += 1
+        frame.last_prompt_tokens = usage.prompt_tokens
+        frame.prompt_tokens_total += usage.prompt_tokens
+        frame.completion_tokens += usage.completion_tokens
+        if isinstance(usage.cached_prompt_tokens, int):
+            frame.cached_prompt_tokens_total += usage.cached_prompt_tokens
+        self._check_pressure(frame, usage.prompt_tokens)
+        if not assistant.tool_calls:
+            self.log.emit(ev.failure("implicit_finish", frame, message="the response had no tool calls"))
+            frame.history.append(assistant)
+            return ResultCard(status="success", summary=assistant.content)
+        return assistant
+
+    def _check_pressure(self, frame: RoleFrame, prompt_tokens: int) -> None:
+        threshold = self.settings.deployment.executor.context_pressure_threshold
+        budget = self.budget
+        if not frame.pressure_fired and prompt_tokens >= threshold * budget:
+            frame.pressure_fired = True
+            frame.pressure_notice_due = True
+            self.log.emit(ev.context_pressure(frame, prompt_tokens, budget))
+
+    def _rejected(self, frame: RoleFrame, rejection: ContextRejected) -> ResultCard | None:
+        """The naive in-place backstop for a context-size rejection (no context handler configured)."""
+        frame.rejection_count += 1
+        reported = rejection.prompt_tokens
+        if reported:
+            ceiling = self.state.learned_ceiling
+            self.state.learned_ceiling = reported if ceiling is None else min(ceiling, reported)
+        self.log.emit(
+            ev.failure(
+                "context_budget_exceeded",
+                frame,
+                message=rejection.message,
+                prompt_tokens=reported,
+                rejections=frame.rejection_count,
+            )
+        )
+        if frame.rejection_count >= MAX_CONSECUTIVE_REJECTIONS:
+            return _error_card(
+                "context_budget_exceeded",
+                f"the prompt was rejected as too long {frame.rejection_count} times in a row",
+            )
+        model = self.settings.deployment.model
+        window = model.context_window or 0
+        compaction = compact(
+            frame.history,
+            preamble=frame.preamble,
+            reported_prompt_tokens=reported,
+            context_window=window,
+            max_tokens=model.generation.max_tokens,
+        )
+        if compaction is None:
+            return _error_card(
+                "context_budget_exceeded", "even the system prompt, the task and the last turn do not fit the window"
+            )
+        frame.history = compaction.history
+        frame.logged_upto = 0
+        self.log.emit(ev.context_compacted(frame, compaction, window))
+        frame.history.append(
+            Message(
+                role="user",
+                content=(
+                    "[Platform notice — context window exceeded] Your last request did not fit the model's "
+                    f"context window. To continue, {compaction.dropped_messages} older messages were removed, "
+                    f"{compaction.truncated_tool_messages} tool results were shortened and reasoning was removed "
+                    f"from {compaction.stripped_reasoning_messages} messages. Re-read anything you still need, "
+                    "or finish honestly with what you have."
+                ),
+            )
+        )
+        return None
+
+    def _publisher(self, frame: RoleFrame) -> Callable[[str, str, bool], None] | None:
+        sink = self.on_delta
+        if sink is None:
+            return None
+        run_id, role_id, role = self.state.run_id, frame.instance_id, frame.role
+
+        def publish(field: str, text: str, reset: bool) -> None:
+            sink(StreamDelta(run_id=run_id, role_id=role_id, role=role, field=field, text=text, reset=reset))
+
+        return publish
+
+    # --- tool calls ----------------------------------------------------------------------------
+
+    async def _finish_pending(self, frame: RoleFrame) -> ResultCard | None:
+        """Execute the pending turn's remaining calls in order, then commit the turn to the history."""
+        pending = frame.pending
+        assert pending is not None
+        calls = pending.assistant.tool_calls
+        while len(pending.results) < len(calls):
+            call = calls[len(pending.results)]
+            if pending.finish_card is not None:
+                output = failure("unavailable", "not run: the role had already finished")
+                pending.results.append(_tool_message(call, _encode(output)))
+                continue
+            content, card = await self._execute(frame, pending, call)
+            pending.results.append(_tool_message(call, content))
+            if card is not None:
+                pending.finish_card = card
+        frame.history.append(pending.assistant)
+        frame.history.extend(pending.results)
+        frame.tool_calls += len(calls)
+        frame.pending = None
+        return pending.finish_card
+
+    async def _execute(self, frame: RoleFrame, pending: PendingTurn, call: ToolCall) -> tuple[str, ResultCard | None]:
+        """Run one call; returns the text the conversation gets and a card if the call ends the role."""
+        name = call.function.name
+        self.log.emit(ev.tool_call(frame, name, call.function.arguments))
+        outcome, conversation_text = await self._dispatch(frame, pending, call)
+        self.log.emit(ev.tool_result(frame, name, outcome.result))
+        text = conversation_text if conversation_text is not None else _encode(outcome.result)
+        limit = self.settings.deployment.context_policy.max_tool_output_chars
+        return truncate_text(text, limit), outcome.terminate
+
+    async def _dispatch(
+        self, frame: RoleFrame, pending: PendingTurn, call: ToolCall
+    ) -> tuple[ToolOutcome, str | None]:
+        name = call.function.name
+        role = self.settings.guild.roles[frame.role]
+        if name not in role.tools or name not in self.settings.guild.tools:
+            message = f"tool {name!r} is not available to role {frame.role!r}; it may call: {', '.join(role.tools)}"
+            self.log.emit(ev.failure("unknown_tool", frame, tool=name, message=message))
+            return ToolOutcome(failure("unknown_tool", message)), None
+        arguments = parse_arguments(call.function.arguments)
+        if isinstance(arguments, ToolResult):
+            self.log.emit(ev.failure("invalid_tool_call", frame, tool=name, message=arguments.message or ""))
+            return ToolOutcome(arguments), None
+        invalid = self._schemas.check(name, arguments)
+        if invalid is not None:
+            return ToolOutcome(invalid), None
+        if name == "agent":
+            card, refused = await self._agent(frame, pending, arguments)
+            if refused and card.error is not None:
+                result = failure(card.error.kind, card.summary)
+            else:
+                result = success(msgspec.to_builtins(card))
+            return ToolOutcome(result), _encode(card)
+        if name == "finish":
+            card_or_error = validate_finish(arguments)
+            if isinstance(card_or_error, str):
+                return ToolOutcome(failure("invalid_arguments", card_or_error)), None
+            return ToolOutcome(success(msgspec.to_builtins(card_or_error)), terminate=card_or_error), None
+        if name in ("context_info", "edit_context"):
+            target = self._target(frame, arguments.get("targetRole"))
+            view = ContextView(self.settings.deployment.model.context_window or 0, self.budget)
+            if name == "context_info":
+                return context_info(view, frame, target), None
+            attempts = self.settings.deployment.executor.max_compaction_attempts
+            return edit_context(view, frame, target, arguments["operations"], max_attempts=attempts), None
+        return ToolOutcome(await self._native(frame, name, arguments)), None
+
+    def _target(self, caller: RoleFrame, target_id: Any) -> RoleFrame | str | None:
+        """Resolve a ``targetRole``: ``None`` for the caller, the suspended frame, or an error message."""
+        if target_id is None or target_id == caller.instance_id:
+            return None
+        registered = self.registry.get(str(target_id))
+        if registered is None:
+            live = ", ".join(self.registry) or "none"
+            return f"targetRole {target_id!r} is not a live role instance (live: {live})"
+        return registered.frame
+
+    async def _native(self, frame: RoleFrame, name: str, arguments: dict[str, Any]) -> ToolResult:
+        tool = self.native_tools.get(name)
+        if tool is None:
+            message = f"tool {name!r} is declared in the Guild but this executor has no implementation of it"
+            return failure("unavailable", message)
+        timeout = float(self.settings.deployment.executor.default_tool_timeout_seconds)
+        requested = arguments.get("timeoutSeconds")
+        if isinstance(requested, int | float) and not isinstance(requested, bool) and 0 < requested < timeout:
+            timeout = float(requested)
+        ctx = ToolContext(workspace=self.workspace, frame=frame, timeout_seconds=timeout, services=self)
+        with trio.move_on_after(timeout) as tool_budget:
+            return await tool(ctx, arguments)
+        assert tool_budget.cancelled_caught
+        return failure("timeout", f"{name} did not finish within {timeout:g}s and was stopped")
+
+    async def _agent(
+        self, frame: RoleFrame, pending: PendingTurn, arguments: dict[str, Any]
+    ) -> tuple[ResultCard, bool]:
+        """Delegate: refuse (unknown role, depth; ``True``) or run the child to its card, depth-first."""
+        child_role, task = str(arguments["role"]), str(arguments["task"])
+        depth = frame.depth + 1
+        self.log.emit(ev.agent_call(frame.role, child_role, depth))
+        if child_role not in self.settings.guild.roles:
+            self.log.emit(ev.role_not_found(child_role, frame.role))
+            declared = ", ".join(self.settings.guild.roles)
+            return _error_card("invalid_arguments", f"no role named {child_role!r}; declared roles: {declared}"), True
+        limit = self.settings.deployment.executor.max_agent_depth
+        if depth > limit:
+            message = f"delegating to {child_role!r} would reach depth {depth}; maxAgentDepth is {limit}"
+            self.log.emit(ev.depth_exceeded(frame.role, child_role, depth, message))
+            return _error_card("tool_budget_exceeded", message), True
+        child = self.new_frame(child_role, depth, task, frame)
+        self.log.emit(ev.role_start(child))
+        pending.awaiting = len(pending.results)
+        card = await self.run_role(child)
+        pending.awaiting = None
+        return card, False
+
+_encoder = msgspec.json.Encoder()
+
+
+def _encode(value: object) -> str:
+    return _encoder.encode(value).decode()
+
+
+def _tool_message(call: ToolCall, content: str) -> Message:
+    return Message(role="tool", content=content, tool_call_id=call.id)
+
+
+def _error_card(kind: str, message: str) -> ResultCard:
+    return ResultCard(status="error", summary=message, error=CardError(kind=kind, message=message))

@@ -1,0 +1,79 @@
+"""A run's resumable state as data: the role frames, their pending turns, the run-level counters.
+
+Nothing a resume needs lives in coroutine locals: the role loop is a function of a ``RoleFrame``, so a
+frame decoded from a checkpoint re-enters the loop exactly where it stood (see docs/engine.md).
+"""
+
+from __future__ import annotations
+
+from orchestrator.runlog.events import Message, ResultCard
+from orchestrator.schema import Base
+
+__all__ = ["PendingTurn", "Rejection", "RoleFrame", "RunState"]
+
+
+class PendingTurn(Base):
+    """A completed model turn whose tool calls are being executed.
+
+    ``results`` holds the tool messages of calls ``0 .. len(results)-1``; ``awaiting`` is the index of
+    the ``agent`` call whose child is running; ``child_card`` is that child's card once it finished but
+    before the parent resumed. The assistant message and its results join the history together, only
+    when every call has an output, so a call is never split from its results.
+    """
+
+    assistant: Message
+    results: list[Message] = []
+    awaiting: int | None = None
+    child_card: ResultCard | None = None
+    finish_card: ResultCard | None = None
+
+
+class Rejection(Base):
+    """A context-size rejection parked on the frame until the next turn boundary."""
+
+    prompt_tokens: int | None = None
+    message: str = ""
+
+
+class RoleFrame(Base):
+    """One live role instance: identity, conversation, counters and the turn in progress."""
+
+    instance_id: str
+    role: str
+    depth: int
+    task: str
+    parent_id: str | None = None
+    parent_role: str | None = None
+    effort: str | None = None
+    history: list[Message] = []
+    #: Leading messages no edit may touch: system prompt, (entry role: effort directive), task.
+    preamble: int = 2
+    tool_calls: int = 0
+    completion_tokens: int = 0
+    prompt_tokens_total: int = 0
+    cached_prompt_tokens_total: int = 0
+    last_prompt_tokens: int | None = None
+    llm_calls: int = 0
+    loop_check_tool_calls: int = 0
+    loop_check_tokens: int = 0
+    pressure_fired: bool = False
+    pressure_notice_due: bool = False
+    rejection_count: int = 0
+    parked_rejection: Rejection | None = None
+    compaction_sizes: list[int] = []
+    stalled_compactions: int = 0
+    #: ``llm_call`` delta baseline: messages already logged for this instance; 0 forces a full snapshot.
+    logged_upto: int = 0
+    pending: PendingTurn | None = None
+
+
+class RunState(Base):
+    """Run-level state that outlives any one frame; ``frames`` is the live chain, root first."""
+
+    run_id: str
+    started_at: str
+    log_level: str = "full"
+    effort: str = "standard"
+    registry_counter: int = 0
+    learned_ceiling: int | None = None
+    frames: list[RoleFrame] = []

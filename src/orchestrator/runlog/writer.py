@@ -1,0 +1,84 @@
+"""Append-only ``log.jsonl`` writer with the logging-level filter wrapped around the append.
+
+One reused msgspec encoder, one ``os.write`` of a whole line per event on an ``O_APPEND`` descriptor, so
+a crash leaves at most one torn final line (readers skip it) and never interleaves two events.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+from msgspec import UNSET
+
+from orchestrator.runlog.events import LlmCall, RunEvent, ToolResultEvent
+
+__all__ = ["LogLevel", "RunLog", "apply_level", "utc_timestamp"]
+
+LogLevel = Literal["full", "standard"]
+
+
+def utc_timestamp() -> str:
+    """ISO-8601 UTC timestamp with milliseconds, as every event and meta file carries."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def apply_level(event: RunEvent, level: LogLevel) -> RunEvent:
+    """The ``standard`` level's two slimming rules; every other event passes unchanged.
+
+    - ``llm_call`` loses ``sent``, ``received`` and ``sentFrom``.
+    - ``tool_result`` loses ``result``.
+    """
+    if level == "full":
+        return event
+    if isinstance(event, LlmCall):
+        slim = msgspec.structs.replace(event.payload, sent=UNSET, received=UNSET, sent_from=UNSET)
+        return msgspec.structs.replace(event, payload=slim)
+    if isinstance(event, ToolResultEvent):
+        return msgspec.structs.replace(event, payload=msgspec.structs.replace(event.payload, result=UNSET))
+    return event
+
+
+class RunLog:
+    """The run's event log. ``emit`` is the single funnel every event goes through.
+
+    ``emit`` is synchronous and atomic per event (one ``write`` of a complete line); it never awaits,
+    so it cannot be interrupted by cancellation half-way. ``listeners`` see each event as written
+    (after the level filter) — used by the service for live views; a listener must not raise.
+    """
+
+    def __init__(self, path: Path, level: LogLevel = "full") -> None:
+        self.path = path
+        self.level: LogLevel = level
+        self._encoder = msgspec.json.Encoder()
+        self._buffer = bytearray(4096)
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.count = 0
+        self.listeners: list[Callable[[RunEvent], None]] = []
+
+    def emit(self, event: RunEvent) -> None:
+        event = apply_level(event, self.level)
+        self._encoder.encode_into(event, self._buffer)
+        self._buffer.extend(b"\n")
+        view = memoryview(self._buffer)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        self.count += 1
+        for listener in self.listeners:
+            listener(event)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> RunLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
