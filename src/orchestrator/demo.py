@@ -82,9 +82,7 @@ async def run_demo(
         demo_env["ORCHESTRATOR_API_BASE"] = base_url
         settings = await settings_loader(args, demo_env)
         narrator = _Narrator()
-        services = RunServices(
-            timeouts=timeouts_from_env(env), on_delta=narrator.delta, log_listeners=[narrator.event]
-        )
+        services = RunServices(timeouts=timeouts_from_env(env), on_delta=narrator.delta, log_listeners=[narrator.event])
         code = await execute(settings, workspace, request_for(args, settings, workspace), services, args.json)
         nursery.cancel_scope.cancel()
     return code

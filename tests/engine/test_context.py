@@ -77,8 +77,11 @@ async def test_three_consecutive_rejections_end_the_role(tmp_path: Path, sim_for
     script = {
         "turns": [
             turn("lead", call("agent", role="leaf", task="x")),
-            {"expect": {"systemContains": "You are the leaf."}, "reusable": True,
-             "fail": {"contextExceeded": True, "promptTokens": 25000}},
+            {
+                "expect": {"systemContains": "You are the leaf."},
+                "reusable": True,
+                "fail": {"contextExceeded": True, "promptTokens": 25000},
+            },
             turn("lead", finish("parent recovers"), last="context_budget_exceeded"),
         ]
     }
@@ -88,7 +91,7 @@ async def test_three_consecutive_rejections_end_the_role(tmp_path: Path, sim_for
     assert outcome.card.summary == "parent recovers"
     rejections = of_type(events, "context_budget_exceeded")
     assert [r["rejections"] for r in rejections] == [1, 2, 3]
-    leaf_done = [f for f in of_type(events, "role_finished") if f["role"] == "leaf"][0]
+    leaf_done = next(f for f in of_type(events, "role_finished") if f["role"] == "leaf")
     assert leaf_done["error"]["kind"] == "context_budget_exceeded"
     assert "llm_call" not in [e["type"] for e in events if e["payload"].get("role") == "leaf"]
 
@@ -97,7 +100,10 @@ async def test_the_learned_ceiling_tightens_later_pressure_checks(tmp_path: Path
     script = {
         "turns": [
             turn("lead", call("agent", role="leaf", task="x")),
-            {"expect": {"systemContains": "You are the leaf."}, "fail": {"contextExceeded": True, "promptTokens": 10000}},
+            {
+                "expect": {"systemContains": "You are the leaf."},
+                "fail": {"contextExceeded": True, "promptTokens": 10000},
+            },
             turn("leaf", finish("ok")),
             turn("lead", call("agent", role="helper", task="y")),
             turn("helper", call("context_info"), usage={"promptTokens": 8500}),
@@ -155,8 +161,11 @@ async def test_edits_that_never_shrink_end_the_role_with_compaction_failed(tmp_p
     script = {
         "turns": [
             turn("leaf", call("context_info")),
-            {"expect": {"systemContains": "You are the leaf."}, "reusable": True,
-             "toolCalls": [call("edit_context", operations=[same])]},
+            {
+                "expect": {"systemContains": "You are the leaf."},
+                "reusable": True,
+                "toolCalls": [call("edit_context", operations=[same])],
+            },
         ]
     }
     async with sim_for(script) as sim:

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import trio
-
-from orchestrator.llm import LlmTimeouts
 from tests.engine.harness import FAST, call, finish, of_type, run_task, turn, types
 from tests.helpers import make_settings
+
+from orchestrator.llm import LlmTimeouts
 
 
 def _tool_results(events: list[dict]) -> list[dict]:
@@ -134,7 +134,7 @@ async def test_tool_timeout_kills_the_whole_process_group(tmp_path: Path, sim_fo
     sleeper = int(pid_file.read_text())
     with trio.move_on_after(2):  # SIGKILL is delivered at once; allow the scheduler to retire it
         while _running(sleeper):
-            await trio.sleep(0.01)
+            await trio.sleep(0.01)  # noqa: ASYNC110 - polling /proc, no event to wait on
     assert not _running(sleeper)  # the grandchild died with its group
 
 
@@ -214,8 +214,9 @@ async def test_a_declared_tool_without_an_implementation_is_unavailable(tmp_path
     manifest = {"name": "teleport", "description": "not real", "parameters": {"type": "object", "properties": {}}}
     script = {"turns": [turn("lead", call("teleport")), turn("lead", finish("ok"))]}
     async with sim_for(script) as sim:
-        from orchestrator.config import load_settings
         from tests.helpers import write_deployment, write_guild
+
+        from orchestrator.config import load_settings
 
         guild = write_guild(tmp_path / "g", {"lead": ["teleport", "finish"]}, extra_manifests={"teleport": manifest})
         settings = load_settings(guild, write_deployment(tmp_path / "d.json", sim.base_url), {})

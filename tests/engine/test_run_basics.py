@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 import msgspec
+from tests.engine.harness import call, finish, of_type, run_task, turn, types
+from tests.helpers import make_settings
 
 from orchestrator.engine.effort import effort_directive
-from orchestrator.engine.runfolder import RUN_ID_PATTERN, read_meta
 from orchestrator.engine.run import StreamDelta
+from orchestrator.engine.runfolder import RUN_ID_PATTERN, read_meta
 from orchestrator.runlog import fold_request
-from tests.helpers import make_settings
-from tests.engine.harness import call, finish, of_type, run_task, turn, types
 
 
 async def test_minimal_run_logs_the_seed_order_and_writes_a_terminal_meta(tmp_path: Path, sim_for) -> None:
@@ -22,7 +22,13 @@ async def test_minimal_run_logs_the_seed_order_and_writes_a_terminal_meta(tmp_pa
     assert outcome.card.status == "success" and outcome.card.summary == "all good"
     assert RUN_ID_PATTERN.match(outcome.run_id)
     assert types(events) == [
-        "effort_set", "role_start", "llm_call_start", "llm_call", "tool_call", "tool_result", "role_finished",
+        "effort_set",
+        "role_start",
+        "llm_call_start",
+        "llm_call",
+        "tool_call",
+        "tool_result",
+        "role_finished",
     ]
     meta = read_meta(outcome.run_dir)
     assert meta is not None and meta.status == "success" and meta.end_time and meta.result == outcome.card
@@ -47,7 +53,9 @@ async def test_delegation_two_levels_deep_pairs_every_start_with_one_finish(tmp_
     assert outcome.card.summary == "lead done"
     starts = of_type(events, "role_start")
     assert [(s["roleId"], s.get("parentRoleId")) for s in starts] == [
-        ("lead-0-1", None), ("helper-1-2", "lead-0-1"), ("leaf-2-3", "helper-1-2"),
+        ("lead-0-1", None),
+        ("helper-1-2", "lead-0-1"),
+        ("leaf-2-3", "helper-1-2"),
     ]
     finished = of_type(events, "role_finished")
     assert sorted(f["roleId"] for f in finished) == ["helper-1-2", "lead-0-1", "leaf-2-3"]
@@ -126,7 +134,9 @@ async def test_llm_call_deltas_fold_back_to_the_full_request(tmp_path: Path, sim
         assert folded is not None
         assert len(folded) == events[index]["payload"]["messageCount"]
         sent_texts = [m.get("content", "") for m in folded]
-        wire_texts = [i.get("content") or i.get("output") for i in request["body"]["input"] if i["type"] != "function_call"]
+        wire_texts = [
+            i.get("content") or i.get("output") for i in request["body"]["input"] if i["type"] != "function_call"
+        ]
         wire_texts = [t for t in wire_texts if t]
         assert [t for t in sent_texts if t] == wire_texts
 

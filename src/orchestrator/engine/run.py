@@ -38,7 +38,7 @@ MAX_CONSECUTIVE_REJECTIONS = 3
 
 PRESSURE_NOTICE = (
     "[Platform notice — context pressure] Your conversation is close to the model's context limit. "
-    "Do not start new work. Call `finish` now with status \"error\" and error.kind \"context_handoff\", "
+    'Do not start new work. Call `finish` now with status "error" and error.kind "context_handoff", '
     "and write the summary as a handoff brief for a fresh agent that will continue: what is done, what "
     "remains, the key file paths, the decisions made, and the immediate next step."
 )
@@ -330,9 +330,7 @@ class Run:
         limit = self.settings.deployment.context_policy.max_tool_output_chars
         return truncate_text(text, limit), outcome.terminate
 
-    async def _dispatch(
-        self, frame: RoleFrame, pending: PendingTurn, call: ToolCall
-    ) -> tuple[ToolOutcome, str | None]:
+    async def _dispatch(self, frame: RoleFrame, pending: PendingTurn, call: ToolCall) -> tuple[ToolOutcome, str | None]:
         name = call.function.name
         role = self.settings.guild.roles[frame.role]
         if name not in role.tools or name not in self.settings.guild.tools:
@@ -414,6 +412,7 @@ class Run:
         card = await self.run_role(child)
         pending.awaiting = None
         return card, False
+
 
 _encoder = msgspec.json.Encoder()
 

@@ -330,7 +330,8 @@ RunEvent = (
 )
 
 EVENT_TYPES: frozenset[str] = frozenset(
-    cls.__struct_config__.tag for cls in RunEvent.__args__  # type: ignore[attr-defined]
+    cls.__struct_config__.tag
+    for cls in RunEvent.__args__  # type: ignore[attr-defined]
 )
 
 

@@ -1,0 +1,95 @@
+"""``orchestrator run`` / ``demo`` / ``check`` as real subprocesses against the sim model."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import trio
+from tests.engine.harness import call, finish, turn
+from tests.helpers import REPO, write_deployment, write_guild
+
+ROLES = {"lead": ["agent", "finish"], "leaf": ["finish"]}
+
+
+async def _orchestrator(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> trio.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("ORCHESTRATOR_")}
+    full_env.update(env or {})
+    with trio.fail_after(60):
+        return await trio.run_process(
+            [sys.executable, "-m", "orchestrator", *args],
+            env=full_env,
+            cwd=cwd or REPO,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+
+
+def _config(tmp_path: Path, api_base: str) -> list[str]:
+    guild = write_guild(tmp_path / "guild", ROLES)
+    deployment = write_deployment(tmp_path / "deployment.json", api_base)
+    return ["--guild", str(guild), "--deployment", str(deployment)]
+
+
+async def test_run_prints_the_card_and_exits_zero_on_success(tmp_path: Path, sim_for) -> None:
+    script = {
+        "turns": [
+            turn("lead", call("agent", role="leaf", task="x")),
+            turn("leaf", finish("leaf ok")),
+            turn("lead", finish("all done", artifacts=["out.txt"])),
+        ]
+    }
+    async with sim_for(script) as sim:
+        done = await _orchestrator(
+            "run", "--workspace", str(tmp_path), *_config(tmp_path, sim.base_url), "--json", "go"
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    card = json.loads(done.stdout)
+    assert card["status"] == "success" and card["summary"] == "all done" and card["artifacts"] == ["out.txt"]
+    assert card["runId"].startswith("run-")
+    assert (tmp_path / ".orchestration" / "runs" / card["runId"] / "log.jsonl").exists()
+
+
+async def test_run_exits_one_when_the_run_errors(tmp_path: Path, sim_for) -> None:
+    script = {"turns": [turn("lead", finish("nope", status="error"))]}
+    async with sim_for(script) as sim:
+        done = await _orchestrator("run", "--workspace", str(tmp_path), *_config(tmp_path, sim.base_url), "go")
+    assert done.returncode == 1
+    assert b"error" in done.stdout and b"nope" in done.stdout
+
+
+async def test_run_exits_two_on_invalid_configuration_naming_the_variable(tmp_path: Path) -> None:
+    config = _config(tmp_path, "http://127.0.0.1:9/v1")
+    done = await _orchestrator("run", *config, "go", env={"ORCHESTRATOR_MAX_AGENT_DEPTH": "0x1a"})
+    assert done.returncode == 2
+    assert b"ORCHESTRATOR_MAX_AGENT_DEPTH" in done.stderr
+
+
+async def test_run_exits_two_on_a_bad_stall_variable(tmp_path: Path, sim_for) -> None:
+    async with sim_for({"turns": []}) as sim:
+        config = _config(tmp_path, sim.base_url)
+        done = await _orchestrator("run", *config, "go", env={"ORCHESTRATOR_STALL_IDLE_SECONDS": "-1"})
+    assert done.returncode == 2 and b"ORCHESTRATOR_STALL_IDLE_SECONDS" in done.stderr
+
+
+async def test_check_prints_the_resolved_configuration_without_secrets(tmp_path: Path, sim_for) -> None:
+    async with sim_for({"turns": []}) as sim:
+        config = _config(tmp_path, sim.base_url)
+        done = await _orchestrator("check", *config, env={"ORCHESTRATOR_API_KEY": "sekrit-value"})
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"sekrit-value" not in done.stdout + done.stderr
+    rendered = json.loads(done.stdout)
+    assert "sekrit-value" not in json.dumps(rendered)
+
+
+async def test_demo_runs_out_of_the_box_on_the_built_in_sim(tmp_path: Path) -> None:
+    done = await _orchestrator("demo", "--workspace", str(tmp_path / "ws"), "--json")
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads(done.stdout)["status"] == "success"
+    assert (tmp_path / "ws" / "hello.txt").read_text().startswith("Hello from the Adaptive Orchestrator demo")
+    assert b"worker-2-3" in done.stderr
