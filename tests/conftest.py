@@ -6,7 +6,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
-
 from tests.helpers import serve_script
 
 

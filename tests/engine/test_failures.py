@@ -133,8 +133,8 @@ async def test_tool_timeout_kills_the_whole_process_group(tmp_path: Path, sim_fo
     assert outcome.card.summary == "gave up waiting"
     sleeper = int(pid_file.read_text())
     with trio.move_on_after(2):  # SIGKILL is delivered at once; allow the scheduler to retire it
-        while _running(sleeper):
-            await trio.sleep(0.01)  # noqa: ASYNC110 - polling /proc, no event to wait on
+        while _running(sleeper):  # noqa: ASYNC110 - polling /proc; no event exists to wait on
+            await trio.sleep(0.01)
     assert not _running(sleeper)  # the grandchild died with its group
 
 
