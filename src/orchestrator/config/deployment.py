@@ -1,0 +1,229 @@
+"""The deployment file's schema, its strict decoding, and its value and role-reference checks.
+
+The file (``deployment/deployment.json``) holds the operator's knobs: the model endpoint, the executor
+budgets, the context policy and the logging default. Unknown keys are rejected at every level by
+``StrictBase``; the types are checked by msgspec while decoding (errors keep msgspec's ``$.path``); the
+value rules (positive budgets, a threshold in (0, 1), handler roles declared in the Guild) are checked
+afterwards by :func:`deployment_problems`, a pure function that reports every finding at once as
+``(field, message)`` pairs so the caller can attribute each one to the file or to the environment
+variable that set the field.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterator
+from typing import Any, Literal
+
+import msgspec
+
+from orchestrator.schema import StrictBase
+
+__all__ = [
+    "DEFAULT_CONTEXT_PRESSURE_THRESHOLD",
+    "ROLE_FIELDS",
+    "ContextPolicy",
+    "Deployment",
+    "ExecutorConfig",
+    "FieldProblem",
+    "Generation",
+    "InterruptTriggers",
+    "LoggingConfig",
+    "ModelConfig",
+    "attr_name",
+    "decode_deployment",
+    "deployment_problems",
+    "field_value",
+    "role_reference_problems",
+]
+
+DEFAULT_CONTEXT_PRESSURE_THRESHOLD = 0.8
+
+#: The deployment fields that must name a role declared in the Guild (dotted wire paths).
+ROLE_FIELDS: tuple[str, ...] = (
+    "executor.contextHandlerRole",
+    "executor.inquiryHandlerRole",
+    "executor.interruptTriggers.handlerRole",
+    "executor.interruptTriggers.planOwnerRole",
+)
+
+_POSITIVE_INT_FIELDS: tuple[str, ...] = (
+    "model.contextWindow",
+    "model.generation.maxTokens",
+    "executor.maxAgentDepth",
+    "executor.defaultToolTimeoutSeconds",
+    "executor.maxCompactionAttempts",
+    "executor.interruptTriggers.everyToolCalls",
+    "executor.interruptTriggers.everyTokens",
+    "contextPolicy.maxToolOutputChars",
+)
+
+_NON_EMPTY_STRING_FIELDS: tuple[str, ...] = ("model.name", "model.apiBase", *ROLE_FIELDS)
+
+_API_KEY_HINT = (
+    "the model credential does not belong in the deployment file: set the ORCHESTRATOR_API_KEY "
+    "environment variable or provide the secret file /run/secrets/orchestrator_api_key instead"
+)
+
+
+class Generation(StrictBase):
+    """Default sampling parameters applied to every role."""
+
+    temperature: float
+    max_tokens: int
+
+
+class ModelConfig(StrictBase):
+    """The model endpoint. ``name`` and ``context_window`` may be left to the startup probe."""
+
+    api_base: str
+    generation: Generation
+    name: str | None = None
+    context_window: int | None = None
+
+
+class InterruptTriggers(StrictBase):
+    """The interrupt platform's loop-check cadence (base thresholds before effort scaling)."""
+
+    handler_role: str
+    every_tool_calls: int
+    every_tokens: int
+    plan_owner_role: str | None = None
+
+
+class ExecutorConfig(StrictBase):
+    """Safety budgets and the Guild roles the engine invokes as handlers."""
+
+    max_agent_depth: int
+    default_tool_timeout_seconds: int
+    max_compaction_attempts: int
+    context_pressure_threshold: float = DEFAULT_CONTEXT_PRESSURE_THRESHOLD
+    context_handler_role: str | None = None
+    inquiry_handler_role: str | None = None
+    interrupt_triggers: InterruptTriggers | None = None
+
+
+class ContextPolicy(StrictBase):
+    """Inline truncation of tool results."""
+
+    max_tool_output_chars: int
+
+
+class LoggingConfig(StrictBase):
+    """The deployment-wide default run-log level."""
+
+    level: Literal["full", "standard"]
+
+
+class Deployment(StrictBase):
+    """The whole deployment file."""
+
+    model: ModelConfig
+    executor: ExecutorConfig
+    context_policy: ContextPolicy
+    logging: LoggingConfig | None = None
+
+
+#: One value finding: the dotted wire path of the field, and what is wrong with it.
+FieldProblem = tuple[str, str]
+
+_DECODER = msgspec.json.Decoder(Deployment)
+
+
+def decode_deployment(data: bytes) -> tuple[Deployment | None, list[str]]:
+    """Decode the file's bytes strictly; return the deployment, or ``None`` and the problems.
+
+    Problems are msgspec's messages (naming the key and its ``$.path``). An ``apiKey`` key anywhere in
+    the document gets a dedicated message pointing at ``ORCHESTRATOR_API_KEY``; the rest of the document
+    is still checked so other typos are reported in the same pass. Value rules are not checked here.
+    """
+    try:
+        return _DECODER.decode(data), []
+    except msgspec.ValidationError as exc:
+        first = str(exc)
+    except msgspec.DecodeError as exc:
+        return None, [f"not valid JSON: {exc}"]
+    try:
+        raw = msgspec.json.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None, [first]
+    key_paths = list(_api_key_paths(raw, "$"))
+    if not key_paths:
+        return None, [first]
+    problems = [f"`apiKey` is not allowed - at `{path}`: {_API_KEY_HINT}" for path in key_paths]
+    try:
+        _DECODER.decode(msgspec.json.encode(_without_api_keys(raw)))
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        problems.append(str(exc))
+    return None, problems
+
+
+def _api_key_paths(value: Any, path: str) -> Iterator[str]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "apiKey":
+                yield f"{path}.apiKey"
+            else:
+                yield from _api_key_paths(item, f"{path}.{key}")
+
+
+def _without_api_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_api_keys(item) for key, item in value.items() if key != "apiKey"}
+    return value
+
+
+def field_value(deployment: Deployment, field: str) -> Any:
+    """The value at a dotted wire path (``"executor.interruptTriggers.handlerRole"``), or ``None``."""
+    node: Any = deployment
+    for part in field.split("."):
+        if node is None:
+            return None
+        node = getattr(node, attr_name(part))
+    return node
+
+
+def attr_name(camel: str) -> str:
+    """The Python attribute behind one camelCase wire key (``maxTokens`` -> ``max_tokens``)."""
+    return "".join(f"_{char.lower()}" if char.isupper() else char for char in camel)
+
+
+def deployment_problems(deployment: Deployment, role_names: Collection[str] | None = None) -> list[FieldProblem]:
+    """Every value-rule violation in a decoded (or merged) deployment, as ``(field, message)`` pairs.
+
+    With ``role_names`` (the Guild's declared roles) the handler-role fields are cross-checked too.
+    Pure: no I/O, and the order of the result is stable (the order of the fields in the file).
+    """
+    problems: list[FieldProblem] = []
+    for field in _NON_EMPTY_STRING_FIELDS:
+        value = field_value(deployment, field)
+        if value is not None and not value.strip():
+            problems.append((field, "must be a non-empty string"))
+    for field in _POSITIVE_INT_FIELDS:
+        value = field_value(deployment, field)
+        if value is not None and value <= 0:
+            problems.append((field, f"must be a positive integer (got {value})"))
+    temperature = deployment.model.generation.temperature
+    if not math.isfinite(temperature):
+        problems.append(("model.generation.temperature", f"must be a finite number (got {temperature})"))
+    threshold = deployment.executor.context_pressure_threshold
+    if not 0.0 < threshold < 1.0:
+        problems.append(
+            ("executor.contextPressureThreshold", f"must be a number strictly between 0 and 1 (got {threshold})")
+        )
+    if role_names is not None:
+        problems.extend(role_reference_problems(deployment, role_names))
+    return problems
+
+
+def role_reference_problems(deployment: Deployment, role_names: Collection[str]) -> list[FieldProblem]:
+    """The handler-role fields that name a role the Guild does not declare."""
+    declared = ", ".join(sorted(role_names)) or "(none)"
+    problems: list[FieldProblem] = []
+    for field in ROLE_FIELDS:
+        role = field_value(deployment, field)
+        if role is not None and role.strip() and role not in role_names:
+            problems.append(
+                (field, f"names role `{role}`, which the Guild does not declare (declared roles: {declared})")
+            )
+    return problems

@@ -1,0 +1,240 @@
+"""Resolved startup settings: where the files are, loading them all at once, and rendering the result.
+
+``load_settings`` reads the deployment file, the Guild, the ORCHESTRATOR_* overrides and the API key,
+and either returns one :class:`Settings` or raises one ``ConfigError`` listing every problem it found.
+It does no network I/O; the model probe (:func:`orchestrator.config.probe_model`) completes the model
+fields afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+import msgspec
+
+from orchestrator.config.deployment import (
+    Deployment,
+    decode_deployment,
+    deployment_problems,
+    field_value,
+)
+from orchestrator.config.guild import Guild, read_guild
+from orchestrator.config.overrides import apply_overrides, parse_overrides
+from orchestrator.config.secrets import DEFAULT_SECRETS_DIR, REDACTED, read_api_key, scrub
+from orchestrator.errors import ConfigError
+from orchestrator.schema import Base
+
+__all__ = [
+    "DEFAULT_DEPLOYMENT_FILE",
+    "DEFAULT_GUILD_DIR",
+    "DEPLOYMENT_FILE_VARIABLE",
+    "GUILD_DIR_VARIABLE",
+    "Settings",
+    "load_settings",
+    "render_settings",
+    "resolve_paths",
+]
+
+GUILD_DIR_VARIABLE = "ORCHESTRATOR_GUILD_DIR"
+DEPLOYMENT_FILE_VARIABLE = "ORCHESTRATOR_DEPLOYMENT_FILE"
+DEFAULT_GUILD_DIR = Path("guild")
+DEFAULT_DEPLOYMENT_FILE = Path("deployment/deployment.json")
+
+
+class Settings(Base):
+    """Everything startup resolved. ``api_key`` is the secret itself; it never appears in ``repr``."""
+
+    deployment: Deployment
+    guild: Guild
+    guild_dir: Path
+    deployment_file: Path
+    api_key: str | None = None
+    notes: list[str] = []
+
+    def __repr__(self) -> str:
+        key = REDACTED if self.api_key is not None else None
+        return (
+            f"Settings(guild_dir={self.guild_dir!r}, deployment_file={self.deployment_file!r}, "
+            f"api_key={key!r}, deployment={self.deployment!r}, notes={self.notes!r})"
+        )
+
+    def __rich_repr__(self) -> Iterator[tuple[str, Any]]:
+        yield "guild_dir", self.guild_dir
+        yield "deployment_file", self.deployment_file
+        yield "api_key", REDACTED if self.api_key is not None else None
+        yield "deployment", self.deployment
+        yield "notes", self.notes
+
+
+def resolve_paths(guild: str | None, deployment: str | None, env: Mapping[str, str]) -> tuple[Path, Path]:
+    """The guild directory and deployment file: the CLI flag, else the variable, else the default.
+
+    An empty flag or variable counts as not given.
+    """
+    guild_dir = guild or env.get(GUILD_DIR_VARIABLE) or str(DEFAULT_GUILD_DIR)
+    deployment_file = deployment or env.get(DEPLOYMENT_FILE_VARIABLE) or str(DEFAULT_DEPLOYMENT_FILE)
+    return Path(guild_dir), Path(deployment_file)
+
+
+def load_settings(
+    guild_dir: Path,
+    deployment_file: Path,
+    env: Mapping[str, str],
+    *,
+    secrets_dir: Path = DEFAULT_SECRETS_DIR,
+) -> Settings:
+    """Load the deployment file, the Guild, the overrides and the API key; check them together.
+
+    Synchronous and offline. The file is validated on its own (including its handler roles against the
+    Guild), then each set ORCHESTRATOR_* variable replaces one field and the merged result is validated
+    again, with every finding about an overridden field naming the variable.
+
+    Raises: ``ConfigError`` whose ``problems`` lists every finding, each naming the file and key path or
+    the environment variable. Problems and notes are scrubbed of the API key.
+    """
+    problems: list[str] = []
+    notes: list[str] = []
+
+    deployment = _read_deployment(deployment_file, problems)
+    guild, guild_problems = read_guild(guild_dir)
+    problems.extend(guild_problems)
+    role_names = set(guild.roles) if guild is not None else None
+    overrides, override_problems = parse_overrides(env)
+    problems.extend(override_problems)
+    secret, secret_problems = read_api_key(env, secrets_dir)
+    problems.extend(secret_problems)
+
+    merged = deployment
+    if deployment is not None:
+        problems.extend(
+            f"{deployment_file}: {field} {message}" for field, message in deployment_problems(deployment, role_names)
+        )
+        merged, merge_problems = apply_overrides(deployment, overrides)
+        problems.extend(merge_problems)
+        by_field = {override.field: override.variable for override in overrides}
+        problems.extend(
+            f"{by_field[field]}: {field} {message}"
+            for field, message in deployment_problems(merged, role_names)
+            if field in by_field
+        )
+        notes.extend(_override_notes(deployment, merged, by_field))
+
+    api_key = secret.value if secret else None
+    if problems or merged is None or guild is None:
+        raise ConfigError(scrub(problems, api_key))
+    notes.append(f"model API key: set (from {secret.source})" if secret else "model API key: not set")
+    return Settings(
+        deployment=merged,
+        guild=guild,
+        guild_dir=guild_dir,
+        deployment_file=deployment_file,
+        api_key=api_key,
+        notes=scrub(notes, api_key),
+    )
+
+
+def _read_deployment(path: Path, problems: list[str]) -> Deployment | None:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        problems.append(f"{path}: the deployment file does not exist")
+        return None
+    except OSError as exc:
+        problems.append(f"{path}: the deployment file cannot be read ({exc.strerror or exc})")
+        return None
+    deployment, decode_problems = decode_deployment(data)
+    problems.extend(f"{path}: {problem}" for problem in decode_problems)
+    return deployment
+
+
+def _override_notes(before: Deployment, after: Deployment, by_field: dict[str, str]) -> list[str]:
+    notes = []
+    for field, variable in by_field.items():
+        old, new = field_value(before, field), field_value(after, field)
+        if new is not None:
+            shown = "unset" if old is None else repr(old)
+            notes.append(f"{variable} overrides {field}: {shown} → {new!r}")
+    return notes
+
+
+def render_settings(settings: Settings) -> dict[str, Any]:
+    """The resolved configuration as a JSON-able dict (camelCase keys), with the API key redacted.
+
+    Unlike the file, every field is present: defaults are filled in and unset optionals are ``None``.
+    The API key shows as ``"<redacted>"`` when set and is scrubbed from every other string.
+    """
+    deployment = settings.deployment
+    model = deployment.model
+    executor = deployment.executor
+    triggers = executor.interrupt_triggers
+    guild = settings.guild
+    rendered = {
+        "deploymentFile": str(settings.deployment_file),
+        "guildDir": str(settings.guild_dir),
+        "model": {
+            "name": model.name,
+            "apiBase": model.api_base,
+            "contextWindow": model.context_window,
+            "generation": _builtins(model.generation),
+            "apiKey": REDACTED if settings.api_key is not None else None,
+        },
+        "executor": {
+            "maxAgentDepth": executor.max_agent_depth,
+            "defaultToolTimeoutSeconds": executor.default_tool_timeout_seconds,
+            "maxCompactionAttempts": executor.max_compaction_attempts,
+            "contextPressureThreshold": executor.context_pressure_threshold,
+            "contextHandlerRole": executor.context_handler_role,
+            "inquiryHandlerRole": executor.inquiry_handler_role,
+            "interruptTriggers": None
+            if triggers is None
+            else {
+                "handlerRole": triggers.handler_role,
+                "everyToolCalls": triggers.every_tool_calls,
+                "everyTokens": triggers.every_tokens,
+                "planOwnerRole": triggers.plan_owner_role,
+            },
+        },
+        "contextPolicy": _builtins(deployment.context_policy),
+        "logging": None if deployment.logging is None else _builtins(deployment.logging),
+        "entryRole": guild.entry_role,
+        "roles": {
+            name: {
+                "tools": list(role.tools),
+                "label": role.label,
+                "description": role.description,
+                "workingLabel": role.working_label,
+                "systemPromptChars": len(role.system_prompt),
+            }
+            for name, role in guild.roles.items()
+        },
+        "tools": {
+            name: {
+                "description": tool.description,
+                "humanLabel": tool.human_label,
+                "humanDescription": tool.human_description,
+                "humanCallLabel": tool.human_call_label,
+                "humanWorkingLabel": tool.human_working_label,
+            }
+            for name, tool in guild.tools.items()
+        },
+        "visualization": guild.visualization,
+        "notes": list(settings.notes),
+    }
+    return cast("dict[str, Any]", _scrubbed(rendered, settings.api_key))
+
+
+def _scrubbed(value: Any, secret: str | None) -> Any:
+    """``value`` with the secret scrubbed from every string in it (the secret echoed as, say, a name)."""
+    if isinstance(value, str):
+        return scrub([value], secret)[0]
+    if isinstance(value, dict):
+        return {key: _scrubbed(item, secret) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(item, secret) for item in value]
+    return value
+
+
+def _builtins(struct: msgspec.Struct) -> dict[str, Any]:
+    return cast("dict[str, Any]", msgspec.to_builtins(struct))
