@@ -1,4 +1,4 @@
-"""The ``orchestrator`` command: ``run``, ``demo``, ``check``, ``sim-model``.
+"""The ``orchestrator`` command: ``run``, ``resume``, ``demo``, ``check``, ``sim-model``.
 
 Exit codes: 0 success; 1 the run ended ``error`` / ``needs_clarification``; 2 invalid configuration or
 usage; 130 interrupted by a signal.
@@ -18,9 +18,18 @@ import trio
 
 from orchestrator.config import Settings, load_settings, probe_model, render_settings, resolve_paths
 from orchestrator.engine.effort import EFFORT_TIERS
+from orchestrator.engine.reconcile import reconcile_runs
 from orchestrator.engine.runfolder import RunIdCollision
-from orchestrator.engine.runner import RunOutcome, RunRequest, RunServices, execute_run
+from orchestrator.engine.runner import (
+    InvalidContinuation,
+    RunOutcome,
+    RunRequest,
+    RunServices,
+    execute_run,
+    resume_run,
+)
 from orchestrator.errors import ConfigError
+from orchestrator.lifecycle import WindDown, run_with_wind_down, wind_down_seconds
 from orchestrator.llm import timeouts_from_env
 from orchestrator.projectsettings import read_project_settings, resolve_effort, resolve_log_level
 
@@ -51,7 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = commands.add_parser("run", help="run one task in-process against the configured model")
     _add_run_args(run)
+    run.add_argument("--continue", dest="continues_from", metavar="RUN_ID", help="continue a finished run")
     run.add_argument("task", help="what the Guild should do")
+    resume = commands.add_parser("resume", help="resume the most recent unfinished run from its checkpoint")
+    resume.add_argument("--workspace", metavar="DIR", default=".", help="project the run works in (default .)")
+    _add_config_args(resume)
+    resume.add_argument("--json", action="store_true", help="print the result card as JSON")
     demo = commands.add_parser("demo", help="run a demo task against the built-in simulated model")
     _add_run_args(demo)
     demo.set_defaults(workspace="demo-workspace")
@@ -76,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             return trio.run(_check, args, env)
         if args.command == "demo":
             return trio.run(_demo, args, env)
+        if args.command == "resume":
+            return trio.run(_resume, args, env)
         return trio.run(_run, args, env)
     except ConfigError as exc:
         _print_problems(exc)
@@ -113,6 +129,7 @@ def _request(args: argparse.Namespace, settings: Settings, workspace: Path) -> R
         task=args.task,
         effort=resolve_effort(args.effort, project),
         log_level=resolve_log_level(args.log_level, project, logging.level if logging else None),  # type: ignore[arg-type]
+        continues_from=getattr(args, "continues_from", None),
     )
 
 
@@ -120,21 +137,63 @@ async def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     settings = await _settings(args, env)
     workspace = Path(args.workspace).resolve()
     services = RunServices(timeouts=timeouts_from_env(env))
-    return await _execute(settings, workspace, _request(args, settings, workspace), services, args.json)
+    return await _execute(settings, workspace, _request(args, settings, workspace), services, args.json, env)
 
 
 async def _execute(
-    settings: Settings, workspace: Path, request: RunRequest, services: RunServices, as_json: bool
+    settings: Settings,
+    workspace: Path,
+    request: RunRequest,
+    services: RunServices,
+    as_json: bool,
+    env: Mapping[str, str],
 ) -> int:
     if not workspace.is_dir():
         raise ConfigError(f"--workspace {workspace}: not a directory")
     try:
-        outcome = await execute_run(settings, workspace, request, services)
+        outcome, wind_down = await run_with_wind_down(
+            lambda: execute_run(settings, workspace, request, services),
+            services.interrupts,
+            seconds=wind_down_seconds(env),
+        )
     except RunIdCollision as exc:
         print(f"orchestrator: run id {exc} is taken (one run per second); try again", file=sys.stderr)
         return EXIT_RUN_FAILED
+    except InvalidContinuation as exc:
+        raise ConfigError(str(exc)) from None
+    return _report(outcome, wind_down, as_json)
+
+
+def _report(outcome: RunOutcome | None, wind_down: WindDown, as_json: bool) -> int:
+    if outcome is None:
+        print(
+            "orchestrator: stopped by a signal before the run finished; its last checkpoint is kept — "
+            "`orchestrator resume` continues it",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     _print_outcome(outcome, as_json)
     return EXIT_OK if outcome.card.status == "success" else EXIT_RUN_FAILED
+
+
+async def _resume(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    settings = await _settings(args, env)
+    workspace = Path(args.workspace).resolve()
+    reconciliation = reconcile_runs(workspace, guild_path=str(settings.guild_dir))
+    for run_id, reason in reconciliation.interrupted.items():
+        print(f"orchestrator: marked {run_id} interrupted ({reason})", file=sys.stderr)
+    found = reconciliation.resumable
+    if found is None:
+        print("orchestrator: no run to resume", file=sys.stderr)
+        return EXIT_OK
+    print(f"orchestrator: resuming {found.run_dir.name} ({len(found.state.frames)} live roles)", file=sys.stderr)
+    services = RunServices(timeouts=timeouts_from_env(env))
+    outcome, wind_down = await run_with_wind_down(
+        lambda: resume_run(settings, workspace, found.run_dir, found.state, found.seq, services),
+        services.interrupts,
+        seconds=wind_down_seconds(env),
+    )
+    return _report(outcome, wind_down, args.json)
 
 
 def _print_outcome(outcome: RunOutcome, as_json: bool) -> None:

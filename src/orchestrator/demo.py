@@ -83,6 +83,6 @@ async def run_demo(
         settings = await settings_loader(args, demo_env)
         narrator = _Narrator()
         services = RunServices(timeouts=timeouts_from_env(env), on_delta=narrator.delta, log_listeners=[narrator.event])
-        code = await execute(settings, workspace, request_for(args, settings, workspace), services, args.json)
+        code = await execute(settings, workspace, request_for(args, settings, workspace), services, args.json, env)
         nursery.cancel_scope.cancel()
     return code

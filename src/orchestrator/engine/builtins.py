@@ -114,6 +114,7 @@ def edit_context(
     else:
         frame.history = edited
         frame.logged_upto = 0
+        frame.history_epoch += 1
         after = _estimate(frame)
         result = success(view.describe(frame))
     caller.compaction_sizes.append(after)

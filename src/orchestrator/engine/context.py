@@ -53,11 +53,15 @@ def history_chars(history: Sequence[Message]) -> int:
 
 
 def truncate_text(text: str, limit: int) -> str:
-    """Keep the head of ``text`` and say how much was cut, on its own line."""
-    if len(text) <= limit:
-        return text
+    """Keep the head of ``text`` and say how much was cut, on its own line.
+
+    Never makes a text longer: one that would not shrink past its marker is returned whole.
+    """
     removed = len(text) - limit
-    return f"{text[:limit]}\n[truncated: {removed} chars removed]"
+    marker = f"\n[truncated: {removed} chars removed]"
+    if removed <= len(marker):
+        return text
+    return text[:limit] + marker
 
 
 def turn_groups(history: Sequence[Message], start: int) -> list[range]:
@@ -106,8 +110,8 @@ def compact(
         tokens_per_char = reported_prompt_tokens / total_chars
     else:
         tokens_per_char = 1.0 / CHARS_PER_TOKEN
-    target = COMPACTION_TARGET * context_window
     limit = context_window - max_tokens
+    target = min(COMPACTION_TARGET * context_window, limit)
 
     def estimate(messages: Sequence[Message]) -> int:
         return math.ceil(history_chars(messages) * tokens_per_char)
@@ -121,13 +125,16 @@ def compact(
     dropped = len(history) - preamble - len(body)
 
     truncated: set[int] = set()
+    originals = list(body)
     for cap in _TRUNCATED_TOOL_CHARS:
         if estimate(head + body) <= target:
             break
-        for i, message in enumerate(body):
-            if message.role == "tool" and len(message.content) > cap:
-                body[i] = msgspec.structs.replace(message, content=truncate_text(message.content, cap))
-                truncated.add(i)
+        for i, original in enumerate(originals):
+            if original.role == "tool":
+                shortened = truncate_text(original.content, cap)
+                if len(shortened) < len(body[i].content):
+                    body[i] = msgspec.structs.replace(original, content=shortened)
+                    truncated.add(i)
 
     stripped = 0
     last_assistant = max((i for i, m in enumerate(body) if m.role == "assistant"), default=-1)

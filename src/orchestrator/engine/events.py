@@ -20,7 +20,9 @@ __all__ = [
     "failure",
     "llm_call",
     "llm_call_start",
+    "operator_notice",
     "role_finished",
+    "role_finished_for",
     "role_not_found",
     "role_start",
     "run_resumed",
@@ -157,6 +159,29 @@ def failure(event_type: str, frame: RoleFrame, **detail: object) -> e.RunEvent:
     cls = _FAILURES[event_type]
     payload = e.FailurePayload(role=frame.role, role_id=frame.instance_id, **detail)  # type: ignore[arg-type]
     return cls(timestamp=utc_timestamp(), payload=payload)
+
+
+def operator_notice(frame: RoleFrame, message: str) -> e.OperatorNotice:
+    return e.OperatorNotice(
+        timestamp=utc_timestamp(),
+        payload=e.OperatorNoticePayload(role=frame.role, role_id=frame.instance_id, message=message),
+    )
+
+
+def role_finished_for(role: str, role_id: str, depth: int, card: e.ResultCard, parent: str | None) -> e.RoleFinished:
+    """``role_finished`` for an instance whose frame is gone (log reconciliation after a restart)."""
+    return e.RoleFinished(
+        timestamp=utc_timestamp(),
+        payload=e.RoleFinishedPayload(
+            role=role,
+            role_id=role_id,
+            depth=depth,
+            status=card.status,
+            summary=card.summary,
+            error=card.error,
+            parent=parent,
+        ),
+    )
 
 
 def run_resumed(run_id: str, frames: int) -> e.RunResumed:

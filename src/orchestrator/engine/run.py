@@ -22,11 +22,14 @@ import trio
 from orchestrator.config import Settings
 from orchestrator.engine import events as ev
 from orchestrator.engine.builtins import ContextView, context_info, edit_context, validate_finish
+from orchestrator.engine.checkpoint import Checkpointer
 from orchestrator.engine.context import compact, effective_budget, truncate_text
 from orchestrator.engine.effort import effort_directive
-from orchestrator.engine.state import PendingTurn, RoleFrame, RunState
+from orchestrator.engine.interrupts import InterruptQueue, notice_text
+from orchestrator.engine.state import FinishedRoot, PendingTurn, RoleFrame, RunState
 from orchestrator.llm import ContextRejected, FunctionTool, LlmClient, Unavailable, build_request
 from orchestrator.runlog.events import CardError, Message, ResultCard, ToolCall, ToolResult
+from orchestrator.runlog.reader import read_events
 from orchestrator.runlog.writer import RunLog
 from orchestrator.tools.base import NativeTool, ToolContext, ToolOutcome, failure, success
 from orchestrator.tools.validate import SchemaCache, parse_arguments
@@ -81,6 +84,8 @@ class Run:
         llm: LlmClient,
         native_tools: dict[str, NativeTool] | None = None,
         on_delta: DeltaSink | None = None,
+        checkpointer: Checkpointer | None = None,
+        interrupts: InterruptQueue | None = None,
     ) -> None:
         self.settings = settings
         self.workspace = workspace
@@ -89,6 +94,10 @@ class Run:
         self.llm = llm
         self.native_tools = native_tools or {}
         self.on_delta = on_delta
+        self.checkpointer = checkpointer
+        self.interrupts = interrupts or InterruptQueue()
+        #: > 0 while a handler interlude is on the stack: its effects land in the next write.
+        self.checkpoint_suppressed = 0
         self.registry: dict[str, _Registered] = {}
         self._model_lock = trio.Lock()
         guild = settings.guild
@@ -133,30 +142,91 @@ class Run:
             self.log.emit(ev.role_not_found(entry, None))
             return _error_card("invalid_arguments", f"entry role {entry!r} is not declared in the Guild")
         frame = self.new_frame(entry, 0, task, None)
+        self.state.frames.append(frame)
+        self.checkpoint()
         self.log.emit(ev.role_start(frame))
         return await self.run_role(frame)
+
+    async def resume(self) -> ResultCard:
+        """Continue a run rebuilt from its checkpoint under its original id.
+
+        Emits one ``run_resumed``; re-registers the suspended chain with its preserved ids and pending
+        turns; the leaf re-enters at its loop top; a child that had already finished is not re-run (its
+        recorded card is delivered to the waiting parent). Start/finish events the previous process
+        did not get to write are written now, so every instance has exactly one of each.
+        """
+        self.log.emit(ev.run_resumed(self.state.run_id, len(self.state.frames)))
+        self._reconcile_log()
+        final = self.state.final
+        if final is not None:
+            return final.card
+        if not self.state.frames:
+            return _error_card("interrupted", "the checkpoint holds no live role")
+        return await self.run_role(self.state.frames[0])
+
+    def _reconcile_log(self) -> None:
+        events = read_events(self.log.path)
+        started = {e["payload"].get("roleId") for e in events if e["type"] == "role_start"}
+        finished = {e["payload"].get("roleId") for e in events if e["type"] == "role_finished"}
+        for frame in self.state.frames:
+            if frame.instance_id not in started:
+                self.log.emit(ev.role_start(frame))
+            pending = frame.pending
+            if pending and pending.child_card and pending.child_id and pending.child_id not in finished:
+                child_role = pending.child_id.rsplit("-", 2)[0]
+                self.log.emit(
+                    ev.role_finished_for(child_role, pending.child_id, frame.depth + 1, pending.child_card, frame.role)
+                )
+        final = self.state.final
+        if final is not None and final.role_id not in finished:
+            self.log.emit(ev.role_finished_for(final.role, final.role_id, 0, final.card, None))
+
+    def checkpoint(self) -> None:
+        """Write the run's resumable state now (no-op without a checkpointer or inside an interlude)."""
+        if self.checkpointer is not None and not self.checkpoint_suppressed:
+            self.checkpointer.write(self.state)
 
     # --- the role loop -------------------------------------------------------------------------
 
     async def run_role(self, frame: RoleFrame) -> ResultCard:
-        """Run ``frame`` to its card inside its own cancel scope; emits ``role_finished`` once.
+        """Run ``frame`` (already on the chain) to its card inside its own cancel scope.
 
         A frame with ``pending`` set (resumed from a checkpoint) skips the model call and continues
-        its tool calls; a frame without re-enters at its loop top.
+        its tool calls; one without re-enters at its loop top. On the way out the card is recorded
+        (on the waiting parent's pending turn, or as the run's final card), checkpointed, and only then
+        logged as ``role_finished`` — so a restart never loses or repeats the event.
+
+        Cancellation: if this frame's own scope is cancelled the frame returns an ``interrupted``
+        card; a cancellation from further out propagates (the run is being abandoned).
         """
         card: ResultCard | None = None
-        self.state.frames.append(frame)
         with trio.CancelScope() as frame_scope:
             self.registry[frame.instance_id] = _Registered(frame, frame_scope)
             try:
-                card = await self._loop(frame)
+                if frame.role not in self.settings.guild.roles:
+                    card = _error_card("unavailable", f"role {frame.role!r} is no longer declared in the Guild")
+                else:
+                    card = await self._loop(frame)
             finally:
                 del self.registry[frame.instance_id]
-                self.state.frames.remove(frame)
         if card is None:
             card = _error_card("interrupted", "the operator interrupted this role's work")
+        self._pop(frame)
+        parent = self.state.frames[-1] if self.state.frames else None
+        if parent is None:
+            self.state.final = FinishedRoot(role=frame.role, role_id=frame.instance_id, card=card)
+        elif parent.pending is not None and parent.pending.child_id == frame.instance_id:
+            parent.pending.child_card = card
+        self.checkpoint()
         self.log.emit(ev.role_finished(frame, card))
         return card
+
+    def _pop(self, frame: RoleFrame) -> None:
+        frames = self.state.frames
+        for i in range(len(frames) - 1, -1, -1):
+            if frames[i] is frame:
+                del frames[i:]
+                return
 
     async def _loop(self, frame: RoleFrame) -> ResultCard:
         while True:
@@ -173,10 +243,20 @@ class Run:
                 return card
 
     def _safe_point(self, frame: RoleFrame) -> None:
-        """Between turns: deliver what is due at a turn boundary (the one-shot pressure notice)."""
-        if frame.pending is None and frame.pressure_notice_due:
-            frame.pressure_notice_due = False
-            frame.history.append(Message(role="user", content=PRESSURE_NOTICE))
+        """Top of the leaf's loop: drain one operator request, deliver what is due, checkpoint."""
+        notice = self.interrupts.take_notice()
+        if notice is not None and self.state.frames:
+            root = self.state.frames[0]
+            root.inbox.append(Message(role="user", content=notice_text(notice)))
+            self.log.emit(ev.operator_notice(root, notice))
+        if frame.pending is None:
+            if frame.inbox:
+                frame.history.extend(frame.inbox)
+                frame.inbox.clear()
+            if frame.pressure_notice_due:
+                frame.pressure_notice_due = False
+                frame.history.append(Message(role="user", content=PRESSURE_NOTICE))
+        self.checkpoint()
 
     # --- one model turn ------------------------------------------------------------------------
 
@@ -271,6 +351,7 @@ class Run:
             )
         frame.history = compaction.history
         frame.logged_upto = 0
+        frame.history_epoch += 1
         self.log.emit(ev.context_compacted(frame, compaction, window))
         frame.history.append(
             Message(
@@ -310,7 +391,10 @@ class Run:
                 output = failure("unavailable", "not run: the role had already finished")
                 pending.results.append(_tool_message(call, _encode(output)))
                 continue
-            content, card = await self._execute(frame, pending, call)
+            if pending.awaiting == len(pending.results):
+                content, card = await self._resume_delegation(frame, pending, call), None
+            else:
+                content, card = await self._execute(frame, pending, call)
             pending.results.append(_tool_message(call, content))
             if card is not None:
                 pending.finish_card = card
@@ -407,11 +491,29 @@ class Run:
             self.log.emit(ev.depth_exceeded(frame.role, child_role, depth, message))
             return _error_card("tool_budget_exceeded", message), True
         child = self.new_frame(child_role, depth, task, frame)
+        pending.awaiting, pending.child_id = len(pending.results), child.instance_id
+        self.state.frames.append(child)
+        self.checkpoint()
         self.log.emit(ev.role_start(child))
-        pending.awaiting = len(pending.results)
         card = await self.run_role(child)
-        pending.awaiting = None
+        pending.awaiting = pending.child_id = pending.child_card = None
         return card, False
+
+    async def _resume_delegation(self, frame: RoleFrame, pending: PendingTurn, call: ToolCall) -> str:
+        """The ``agent`` call a resumed parent was waiting in: deliver the recorded card, or re-enter
+        the child that was mid-flight (it is next in the rebuilt chain)."""
+        card = pending.child_card
+        if card is None:
+            index = next(i for i, f in enumerate(self.state.frames) if f is frame)
+            child = self.state.frames[index + 1] if index + 1 < len(self.state.frames) else None
+            if child is None or child.parent_id != frame.instance_id:
+                card = _error_card("interrupted", "the delegated role's state was lost in a restart")
+            else:
+                card = await self.run_role(child)
+        pending.awaiting = pending.child_id = pending.child_card = None
+        self.log.emit(ev.tool_result(frame, call.function.name, success(msgspec.to_builtins(card))))
+        limit = self.settings.deployment.context_policy.max_tool_output_chars
+        return truncate_text(_encode(card), limit)
 
 
 _encoder = msgspec.json.Encoder()

@@ -1,8 +1,9 @@
-"""Start one run end to end: run folder, ``meta.json``, log, model client, the role tree, final meta.
+"""Start or resume one run end to end: run folder, ``meta.json``, log, checkpoints, the role tree.
 
-This is the seam both ``orchestrator run`` and the service use: give it resolved settings and a
-request; it returns when the entry role has a card. Cancellation (shutdown) propagates and leaves the
-meta at ``running`` — the run is resumable, not finished.
+This is the seam both the CLI and the service use. ``execute_run`` starts a new run; ``resume_run``
+continues one rebuilt from its checkpoint. Both return when the entry role has a card, then write the
+terminal meta and delete the checkpoint. Cancellation (shutdown) propagates and leaves the meta at
+``running`` with the last checkpoint on disk: the run is resumable, not finished.
 """
 
 from __future__ import annotations
@@ -13,15 +14,34 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from orchestrator.config import Settings
+from orchestrator.engine.checkpoint import Checkpointer, delete_checkpoint
+from orchestrator.engine.interrupts import InterruptQueue
 from orchestrator.engine.run import DeltaSink, Run
-from orchestrator.engine.runfolder import RunMeta, create_run_dir, new_run_id, write_meta
+from orchestrator.engine.runfolder import (
+    RUN_ID_PATTERN,
+    TERMINAL_STATUSES,
+    RunMeta,
+    create_run_dir,
+    new_run_id,
+    read_meta,
+    runs_root,
+    write_meta,
+)
 from orchestrator.engine.state import RunState
 from orchestrator.llm import LlmClient, LlmTimeouts
 from orchestrator.runlog.events import ResultCard, RunEvent
 from orchestrator.runlog.writer import LogLevel, RunLog, utc_timestamp
 from orchestrator.tools import NativeTool, default_native_tools
 
-__all__ = ["RunOutcome", "RunRequest", "RunServices", "execute_run"]
+__all__ = [
+    "InvalidContinuation",
+    "RunOutcome",
+    "RunRequest",
+    "RunServices",
+    "continuation_briefing",
+    "execute_run",
+    "resume_run",
+]
 
 
 @dataclass
@@ -49,6 +69,84 @@ class RunServices:
     on_delta: DeltaSink | None = None
     #: Called with every event as it is written (after the level filter); must not raise.
     log_listeners: list[Callable[[RunEvent], None]] = field(default_factory=list)
+    #: Operator requests for the run (notices such as the shutdown wind-down).
+    interrupts: InterruptQueue = field(default_factory=InterruptQueue)
+    #: fsync checkpoints and metas (off only in benchmarks that measure bytes, not durability).
+    durable: bool = True
+
+
+class InvalidContinuation(ValueError):
+    """``continuesFrom`` does not name a known run with a terminal status."""
+
+
+def continuation_briefing(workspace: Path, prior_id: str) -> tuple[str, RunMeta]:
+    """The marked block appended below a continuation's task, and the prior run's meta.
+
+    Raises ``InvalidContinuation`` naming what is wrong with ``prior_id``.
+    """
+    if not RUN_ID_PATTERN.match(prior_id):
+        raise InvalidContinuation(f"continuesFrom {prior_id!r} is not a run id (run-YYYYMMDD-HHMMSS)")
+    prior = read_meta(runs_root(workspace) / prior_id)
+    if prior is None:
+        raise InvalidContinuation(f"continuesFrom {prior_id!r} names no readable run in {runs_root(workspace)}")
+    if prior.status not in TERMINAL_STATUSES:
+        raise InvalidContinuation(f"continuesFrom {prior_id!r} is still {prior.status}; only a finished run continues")
+    summary = prior.result.summary if prior.result is not None else (prior.error.message if prior.error else "")
+    block = "\n".join(
+        [
+            f"[Platform briefing — this run continues run {prior_id}]",
+            f"Prior task: {prior.task}",
+            f"Prior result ({prior.status}): {summary or '(no summary)'}",
+            f'Prior plan: read it with read_plan using runId "{prior_id}".',
+            "[End of briefing]",
+        ]
+    )
+    return block, prior
+
+
+def _tools(services: RunServices) -> dict[str, NativeTool]:
+    return dict(services.native_tools) if services.native_tools is not None else default_native_tools()
+
+
+async def _drive(
+    settings: Settings,
+    workspace: Path,
+    run_dir: Path,
+    state: RunState,
+    services: RunServices,
+    checkpointer: Checkpointer,
+    task: str | None,
+) -> ResultCard:
+    """Open the log and the model client, run (``task``) or resume (``None``) to the entry card."""
+    model = settings.deployment.model
+    level: LogLevel = "standard" if state.log_level == "standard" else "full"
+    try:
+        with RunLog(run_dir / "log.jsonl", level) as log:
+            log.listeners.extend(services.log_listeners)
+            async with LlmClient(model.api_base, api_key=settings.api_key, timeouts=services.timeouts) as llm:
+                run = Run(
+                    settings=settings,
+                    workspace=workspace,
+                    state=state,
+                    log=log,
+                    llm=llm,
+                    native_tools=_tools(services),
+                    on_delta=services.on_delta,
+                    checkpointer=checkpointer,
+                    interrupts=services.interrupts,
+                )
+                return await (run.execute(task) if task is not None else run.resume())
+    finally:
+        checkpointer.close()
+
+
+def _finish(run_dir: Path, meta: RunMeta, card: ResultCard) -> None:
+    meta.status = card.status
+    meta.result = card
+    meta.error = card.error
+    meta.end_time = utc_timestamp()
+    write_meta(run_dir, meta)
+    delete_checkpoint(run_dir)
 
 
 async def execute_run(
@@ -61,11 +159,14 @@ async def execute_run(
 ) -> RunOutcome:
     """Create the run folder, run the Guild on ``request.task`` and write the terminal meta.
 
-    Raises ``RunIdCollision`` (before anything is written) when this second's run id is taken.
+    Raises ``InvalidContinuation`` or ``RunIdCollision`` before anything is written.
     """
     services = services or RunServices()
-    started = now or datetime.now(UTC)
-    run_id = new_run_id(started)
+    task = request.task
+    if request.continues_from:
+        briefing, _ = continuation_briefing(workspace, request.continues_from)
+        task = f"{request.task}\n\n{briefing}"
+    run_id = new_run_id(now or datetime.now(UTC))
     run_dir = create_run_dir(workspace, run_id)
     meta = RunMeta(
         run_id=run_id,
@@ -79,24 +180,33 @@ async def execute_run(
     )
     write_meta(run_dir, meta)
     state = RunState(run_id=run_id, started_at=meta.start_time, log_level=request.log_level, effort=request.effort)
-    model = settings.deployment.model
-    tools = dict(services.native_tools) if services.native_tools is not None else default_native_tools()
-    with RunLog(run_dir / "log.jsonl", request.log_level) as log:
-        log.listeners.extend(services.log_listeners)
-        async with LlmClient(model.api_base, api_key=settings.api_key, timeouts=services.timeouts) as llm:
-            run = Run(
-                settings=settings,
-                workspace=workspace,
-                state=state,
-                log=log,
-                llm=llm,
-                native_tools=tools,
-                on_delta=services.on_delta,
-            )
-            card = await run.execute(request.task)
-    meta.status = card.status
-    meta.result = card
-    meta.error = card.error
-    meta.end_time = utc_timestamp()
-    write_meta(run_dir, meta)
+    checkpointer = Checkpointer(run_dir, durable=services.durable)
+    card = await _drive(settings, workspace, run_dir, state, services, checkpointer, task)
+    _finish(run_dir, meta, card)
     return RunOutcome(run_id=run_id, run_dir=run_dir, card=card, meta=meta)
+
+
+async def resume_run(
+    settings: Settings,
+    workspace: Path,
+    run_dir: Path,
+    state: RunState,
+    seq: int,
+    services: RunServices | None = None,
+) -> RunOutcome:
+    """Continue the run in ``run_dir`` from its recovered checkpoint ``(state, seq)``."""
+    services = services or RunServices()
+    meta = read_meta(run_dir) or RunMeta(
+        run_id=state.run_id,
+        task=state.frames[0].task if state.frames else "",
+        status="running",
+        effort=state.effort,
+        log_level=state.log_level,
+        guild_path=str(settings.guild_dir),
+        start_time=state.started_at,
+    )
+    checkpointer = Checkpointer(run_dir, durable=services.durable)
+    checkpointer.resume_from(seq)
+    card = await _drive(settings, workspace, run_dir, state, services, checkpointer, None)
+    _finish(run_dir, meta, card)
+    return RunOutcome(run_id=state.run_id, run_dir=run_dir, card=card, meta=meta)

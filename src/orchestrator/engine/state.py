@@ -9,7 +9,7 @@ from __future__ import annotations
 from orchestrator.runlog.events import Message, ResultCard
 from orchestrator.schema import Base
 
-__all__ = ["PendingTurn", "Rejection", "RoleFrame", "RunState"]
+__all__ = ["FinishedRoot", "PendingTurn", "Rejection", "RoleFrame", "RunState"]
 
 
 class PendingTurn(Base):
@@ -24,6 +24,8 @@ class PendingTurn(Base):
     assistant: Message
     results: list[Message] = []
     awaiting: int | None = None
+    #: Instance id of the child running for ``awaiting`` (so a resume can reconcile its log events).
+    child_id: str | None = None
     child_card: ResultCard | None = None
     finish_card: ResultCard | None = None
 
@@ -64,11 +66,27 @@ class RoleFrame(Base):
     stalled_compactions: int = 0
     #: ``llm_call`` delta baseline: messages already logged for this instance; 0 forces a full snapshot.
     logged_upto: int = 0
+    #: Bumped whenever something rewrites (not appends to) the history: checkpoints then store it whole.
+    history_epoch: int = 0
+    #: Messages for this frame delivered at its next own safe point (e.g. an operator notice).
+    inbox: list[Message] = []
     pending: PendingTurn | None = None
 
 
+class FinishedRoot(Base):
+    """The entry role's outcome, recorded before its ``role_finished`` is logged."""
+
+    role: str
+    role_id: str
+    card: ResultCard
+
+
 class RunState(Base):
-    """Run-level state that outlives any one frame; ``frames`` is the live chain, root first."""
+    """Run-level state that outlives any one frame; ``frames`` is the live chain, root first.
+
+    ``log_level`` is the entry frame's logging level (kept here, once per run); ``final`` is set when
+    the entry role has its card, so a restart between that and the terminal meta does not re-run it.
+    """
 
     run_id: str
     started_at: str
@@ -77,3 +95,4 @@ class RunState(Base):
     registry_counter: int = 0
     learned_ceiling: int | None = None
     frames: list[RoleFrame] = []
+    final: FinishedRoot | None = None

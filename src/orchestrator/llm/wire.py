@@ -160,7 +160,7 @@ class TurnAssembler:
         """
         try:
             body = _event_decoder.decode(data) if data else {}
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:
             raise AttemptFailed(f"unparsable stream event {event_type!r}: {exc}") from exc
         kind = body.get("type") or event_type
         index = int(body.get("output_index") or 0)

@@ -34,6 +34,7 @@ __all__ = [
     "LlmUnavailable",
     "LogRecord",
     "Message",
+    "OperatorNotice",
     "Received",
     "ResultCard",
     "RoleFinished",
@@ -299,6 +300,16 @@ class InvalidToolCall(Event, tag="invalid_tool_call"):
     payload: FailurePayload
 
 
+class OperatorNoticePayload(Base):
+    role: str
+    role_id: str
+    message: str
+
+
+class OperatorNotice(Event, tag="operator_notice"):
+    payload: OperatorNoticePayload
+
+
 class RunResumedPayload(Base):
     run_id: str
     resumed_frames: int
@@ -327,6 +338,7 @@ RunEvent = (
     | UnknownTool
     | InvalidToolCall
     | RunResumed
+    | OperatorNotice
 )
 
 EVENT_TYPES: frozenset[str] = frozenset(

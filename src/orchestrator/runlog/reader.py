@@ -28,7 +28,7 @@ def read_events(path: Path) -> list[dict[str, Any]]:
             continue
         try:
             record = _decoder.decode(line)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             continue
         if isinstance(record.get("type"), str):
             events.append(record)

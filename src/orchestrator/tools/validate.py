@@ -21,7 +21,7 @@ def parse_arguments(raw: str) -> dict[str, Any] | ToolResult:
     text = raw.strip() or "{}"
     try:
         value = _decoder.decode(text)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         return failure("invalid_tool_call", f"arguments are not valid JSON: {exc}", {"arguments": raw[:500]})
     if not isinstance(value, dict):
         return failure("invalid_tool_call", f"arguments must be a JSON object, got {type(value).__name__}")

@@ -1,0 +1,276 @@
+"""Engine overhead benchmarks. Run: ``.venv/bin/python bench/engine_overhead.py`` (see bench/README.md).
+
+(a) Per-turn cost of the engine's model-turn path (``Run._model_turn``: request building from a
+    200-message history, the streamed parse, the ``llm_call`` append with its delta, the counters)
+    against a raw httpx client that POSTs the identical body to the same in-process sim model and only
+    splits the SSE stream into lines. Blocks alternate, and the medians of several rounds are compared.
+(b) Encoding a realistic ``llm_call`` event with the writer's msgspec path against stdlib ``json``.
+
+Prints results and exits 0; never asserts on timing. Keeps to well under a minute on two cores.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from functools import partial
+from pathlib import Path
+
+import httpx
+import msgspec
+import trio
+
+from orchestrator.config import load_settings
+from orchestrator.engine import events as ev
+from orchestrator.engine.run import Run
+from orchestrator.engine.state import RoleFrame, RunState
+from orchestrator.llm import LlmClient, LlmTimeouts, Turn, build_request
+from orchestrator.runlog.events import FunctionCall, LlmCall, Message, ToolCall, Usage
+from orchestrator.runlog.writer import RunLog, utc_timestamp
+from orchestrator.sim import load_script, serve_sim
+
+REPO = Path(__file__).resolve().parents[1]
+HISTORY_MESSAGES = 200
+CONTENT_CHARS = 200
+TURNS_PER_BLOCK = 10
+ROUNDS = 21
+WARMUP_TURNS = 5
+ENCODE_ITERATIONS = 20_000
+ENCODE_ROUNDS = 5
+CONTEXT_WINDOW = 65_536
+ROLE = "worker"
+
+SCRIPT = {
+    "model": "sim",
+    "contextWindow": CONTEXT_WINDOW,
+    "turns": [
+        {
+            "reusable": True,
+            "content": "Checking how much room is left before the next step.",
+            "toolCalls": [{"name": "context_info", "arguments": {}}],
+        }
+    ],
+}
+
+
+def _text(label: str, i: int) -> str:
+    head = f"[{label} {i}] "
+    return head + ("lorem ipsum dolor sit amet " * 10)[: CONTENT_CHARS - len(head)]
+
+
+def build_history() -> list[Message]:
+    """System prompt, task, then alternating assistant-with-tool-call / tool-result pairs (~200 chars)."""
+    history = [Message(role="system", content=_text("system", 0)), Message(role="user", content=_text("task", 1))]
+    i = 0
+    while len(history) < HISTORY_MESSAGES:
+        call = ToolCall(id=f"call_{i}", function=FunctionCall(name="run_shell", arguments='{"command":"ls -la src"}'))
+        history.append(Message(role="assistant", content=_text("assistant", i), tool_calls=[call]))
+        history.append(Message(role="tool", content=_text("result", i), tool_call_id=call.id))
+        i += 1
+    return history
+
+
+# --- (a) engine per-turn overhead vs raw httpx SSE ----------------------------------------------------
+
+
+async def _time_block(turn: Callable[[], Awaitable[None]], n: int) -> float:
+    """Seconds per turn over ``n`` sequential turns."""
+    start = time.perf_counter()
+    for _ in range(n):
+        await turn()
+    return (time.perf_counter() - start) / n
+
+
+async def bench_turns(workdir: Path) -> None:
+    script = load_script(json.dumps(SCRIPT).encode())
+    async with trio.open_nursery() as nursery:
+        base_url: str = await nursery.start(partial(serve_sim, script))
+        env = {
+            "ORCHESTRATOR_API_BASE": base_url,
+            "ORCHESTRATOR_MODEL": "sim",
+            "ORCHESTRATOR_MODEL_CONTEXT_WINDOW": str(CONTEXT_WINDOW),
+        }
+        secrets = workdir / "secrets"
+        secrets.mkdir()
+        settings = load_settings(REPO / "guild", REPO / "deployment" / "deployment.json", env, secrets_dir=secrets)
+        model = settings.deployment.model
+
+        frame = RoleFrame(instance_id=f"{ROLE}-1-1", role=ROLE, depth=1, task="bench", history=build_history())
+        log = RunLog(workdir / "log.jsonl")
+        state = RunState(run_id="bench", started_at=utc_timestamp())
+        async with LlmClient(model.api_base, timeouts=LlmTimeouts(attempts=1)) as llm:
+            run = Run(settings=settings, workspace=workdir, state=state, log=log, llm=llm)
+
+            async def engine_turn() -> None:
+                # A fresh turn boundary: nothing pending, the last two messages new since the previous call.
+                frame.pending = None
+                frame.logged_upto = len(frame.history) - 2
+                outcome = await run._model_turn(frame)
+                if not isinstance(outcome, Message) or not outcome.tool_calls:
+                    raise RuntimeError(f"unexpected engine outcome: {outcome!r}")
+
+            request = build_request(
+                model=model.name or "",
+                history=frame.history,
+                tools=run._role_tools[ROLE],
+                max_output_tokens=model.generation.max_tokens,
+                temperature=model.generation.temperature,
+            )
+            body = msgspec.json.encode(request)
+
+            async def client_turn() -> None:
+                # The transport + parse layer alone: LlmClient on a request built once, no log, no counters.
+                outcome = await llm.complete(request)
+                if not isinstance(outcome, Turn):
+                    raise RuntimeError(f"unexpected client outcome: {outcome!r}")
+
+            url = model.api_base.rstrip("/") + "/responses"
+            headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
+            async with httpx.AsyncClient(timeout=httpx.Timeout(30.0), headers=headers) as raw_client:
+
+                async def raw_turn() -> None:
+                    async with raw_client.stream("POST", url, content=body) as response:
+                        if response.status_code != 200:
+                            raise RuntimeError(f"sim answered HTTP {response.status_code}")
+                        pending = b""
+                        lines = 0
+                        async for chunk in response.aiter_raw():
+                            parts = (pending + chunk).split(b"\n")
+                            pending = parts.pop()
+                            lines += len(parts)
+                        if lines == 0:
+                            raise RuntimeError("empty stream")
+
+                async def forget_requests() -> None:
+                    # The sim records every request body; clear it so memory and GC stay flat across rounds.
+                    (await raw_client.delete(base_url.removesuffix("/v1") + "/_sim/requests")).raise_for_status()
+
+                # engine and raw stay adjacent in every round, so their per-round ratio sees the same load
+                sides = {"engine": engine_turn, "raw": raw_turn, "client": client_turn}
+                for _ in range(WARMUP_TURNS):
+                    for turn in sides.values():
+                        await turn()
+                times: dict[str, list[float]] = {name: [] for name in sides}
+                for round_no in range(ROUNDS):
+                    order = list(sides)
+                    if round_no % 2:
+                        order.reverse()
+                    for name in order:
+                        await forget_requests()
+                        gc.collect()
+                        times[name].append(await _time_block(sides[name], TURNS_PER_BLOCK))
+
+        log.close()
+        nursery.cancel_scope.cancel()
+
+    engine, client, raw = times["engine"], times["client"], times["raw"]
+    paired = statistics.median(e / r for e, r in zip(engine, raw, strict=True))
+    print(f"history: {len(frame.history)} messages, request body {len(body):,} bytes, role {ROLE!r}")
+    print(f"rounds: {ROUNDS} x {TURNS_PER_BLOCK} turns per side, interleaved, same sim, median / best block")
+    for name, label in (
+        ("engine", "engine (Run._model_turn)"),
+        ("client", "client (LlmClient.complete)"),
+        ("raw", "raw httpx + line split"),
+    ):
+        values = times[name]
+        print(f"  {label:<30} {statistics.median(values) * 1e3:6.2f} ms / {min(values) * 1e3:6.2f} ms per turn")
+    print(f"engine overhead per turn (medians): {(statistics.median(engine) - statistics.median(raw)) * 1e3:+.2f} ms")
+    print(f"  of which client vs raw: {(statistics.median(client) - statistics.median(raw)) * 1e3:+.2f} ms")
+    of_medians = statistics.median(engine) / statistics.median(raw)
+    print(f"engine/raw ratio of medians: {of_medians:.2f}; of best blocks: {min(engine) / min(raw):.2f}")
+    print(f"engine/raw per-turn ratio: {paired:.2f} (goal <= 1.15)  [median of the {ROUNDS} paired round ratios]")
+
+
+# --- (b) msgspec event encoding vs stdlib json --------------------------------------------------------
+
+
+def realistic_llm_call() -> LlmCall:
+    """An ``llm_call`` with a two-message delta, a received content + tool call, and usage."""
+    frame = RoleFrame(instance_id=f"{ROLE}-1-1", role=ROLE, depth=1, task="bench")
+    call = ToolCall(id="call_41", function=FunctionCall(name="run_shell", arguments='{"command":"pytest -q tests"}'))
+    delta = [
+        Message(role="assistant", content=_text("assistant", 40), reasoning="why " * 40, tool_calls=[call]),
+        Message(role="tool", content=_text("result", 40), tool_call_id="call_41"),
+    ]
+    received = Message(
+        role="assistant",
+        content="Tests pass; writing the summary next.",
+        reasoning="All green, nothing else to check.",
+        tool_calls=[ToolCall(id="call_42", function=FunctionCall(name="finish", arguments='{"status":"success"}'))],
+    )
+    usage = Usage(prompt_tokens=10_412, completion_tokens=57, total_tokens=10_469, cached_prompt_tokens=10_240)
+    return ev.llm_call(frame, delta, 198, received, usage, "tool_calls")
+
+
+def _best(fn: Callable[[], None]) -> float:
+    """Best seconds per iteration over ENCODE_ROUNDS rounds of ENCODE_ITERATIONS calls."""
+    times = []
+    for _ in range(ENCODE_ROUNDS):
+        gc.collect()
+        start = time.perf_counter()
+        for _ in range(ENCODE_ITERATIONS):
+            fn()
+        times.append((time.perf_counter() - start) / ENCODE_ITERATIONS)
+    return min(times)
+
+
+def bench_encoding(workdir: Path) -> None:
+    event = realistic_llm_call()
+    encoder = msgspec.json.Encoder()
+    buffer = bytearray(4096)
+
+    def msgspec_encode() -> None:  # exactly RunLog.emit's encoding step
+        encoder.encode_into(event, buffer)
+        buffer.extend(b"\n")
+
+    def json_encode() -> None:
+        (json.dumps(msgspec.to_builtins(event)) + "\n").encode()
+
+    if json.loads(encoder.encode(event)) != json.loads(json.dumps(msgspec.to_builtins(event))):
+        raise RuntimeError("the two encodings disagree")
+
+    log = RunLog(workdir / "emit.jsonl")
+    fd = os.open(workdir / "json.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def json_write() -> None:
+        os.write(fd, (json.dumps(msgspec.to_builtins(event)) + "\n").encode())
+
+    try:
+        t_msgspec, t_json = _best(msgspec_encode), _best(json_encode)
+        t_emit, t_json_write = _best(partial(log.emit, event)), _best(json_write)
+    finally:
+        log.close()
+        os.close(fd)
+
+    size = len(encoder.encode(event))
+    print(f"event: llm_call, {size:,} bytes encoded; {ENCODE_ROUNDS} rounds x {ENCODE_ITERATIONS:,}, best round")
+    print(f"msgspec encode_into: {t_msgspec * 1e6:.2f} us/event; json.dumps(to_builtins): {t_json * 1e6:.2f} us/event")
+    print(f"RunLog.emit (filter + encode + write): {t_emit * 1e6:.2f} us/event")
+    print(f"json.dumps(to_builtins) + os.write:    {t_json_write * 1e6:.2f} us/event")
+    print(f"emit vs json+write speedup: {t_json_write / t_emit:.1f}x")
+    print(f"msgspec/json encode speedup: {t_json / t_msgspec:.1f}x (goal >= 5x)")
+
+
+def main() -> int:
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="engine-bench-") as tmp:
+        workdir = Path(tmp)
+        print("== (a) engine per-turn overhead vs raw httpx SSE")
+        (workdir / "turns").mkdir()
+        trio.run(bench_turns, workdir / "turns")
+        print()
+        print("== (b) msgspec event encoding vs stdlib json")
+        bench_encoding(workdir)
+    print()
+    print(f"total bench time: {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

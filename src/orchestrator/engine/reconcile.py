@@ -1,0 +1,102 @@
+"""Startup reconciliation of the runs directory: pick the one run to resume, close the rest.
+
+Every run without a terminal meta (none, or one still ``running``) is a candidate. The most recent
+candidate with a valid checkpoint resumes under its own id; every other candidate — no checkpoint, a
+corrupt one, or superseded by a newer resumable run — gets a terminal ``meta.json`` with
+``status: "interrupted"`` and ``error: {kind: "interrupted", message}`` saying why, its original fields
+kept, and its checkpoint files removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator.engine.checkpoint import CheckpointError, delete_checkpoint, load_checkpoint
+from orchestrator.engine.runfolder import (
+    RUN_ID_PATTERN,
+    TERMINAL_STATUSES,
+    RunMeta,
+    read_meta,
+    runs_root,
+    write_meta,
+)
+from orchestrator.engine.state import RunState
+from orchestrator.runlog.events import CardError
+from orchestrator.runlog.reader import read_events
+from orchestrator.runlog.writer import utc_timestamp
+
+__all__ = ["Reconciliation", "Resumable", "reconcile_runs"]
+
+
+@dataclass
+class Resumable:
+    run_dir: Path
+    state: RunState
+    seq: int
+
+
+@dataclass
+class Reconciliation:
+    resumable: Resumable | None = None
+    #: run id → why it was marked interrupted
+    interrupted: dict[str, str] = field(default_factory=dict)
+
+
+def reconcile_runs(workspace: Path, *, guild_path: str = "") -> Reconciliation:
+    """Scan ``<workspace>/.orchestration/runs``; return the run to resume and mark the others."""
+    result = Reconciliation()
+    root = runs_root(workspace)
+    if not root.is_dir():
+        return result
+    run_dirs = sorted((p for p in root.iterdir() if p.is_dir() and RUN_ID_PATTERN.match(p.name)), reverse=True)
+    for run_dir in run_dirs:
+        meta = read_meta(run_dir)
+        if meta is not None and meta.status in TERMINAL_STATUSES:
+            continue
+        if result.resumable is not None:
+            reason = f"superseded by the newer resumable run {result.resumable.run_dir.name}"
+        else:
+            try:
+                state, seq = load_checkpoint(run_dir)
+            except CheckpointError as exc:
+                reason = f"could not resume: {exc}"
+            else:
+                result.resumable = Resumable(run_dir, state, seq)
+                continue
+        _mark_interrupted(run_dir, meta, reason, guild_path)
+        result.interrupted[run_dir.name] = reason
+    return result
+
+
+def _mark_interrupted(run_dir: Path, meta: RunMeta | None, reason: str, guild_path: str) -> None:
+    if meta is None:
+        meta = _meta_from_log(run_dir, guild_path)
+    meta.status = "interrupted"
+    meta.error = CardError(kind="interrupted", message=reason)
+    meta.end_time = meta.end_time or utc_timestamp()
+    write_meta(run_dir, meta)
+    delete_checkpoint(run_dir)
+
+
+def _meta_from_log(run_dir: Path, guild_path: str) -> RunMeta:
+    """Rebuild what a lost meta said from the log's first events (best effort)."""
+    events = read_events(run_dir / "log.jsonl")
+    task, effort, started = "", "standard", ""
+    for event in events:
+        started = started or str(event.get("timestamp", ""))
+        payload = event.get("payload") or {}
+        if event["type"] == "effort_set":
+            effort = str(payload.get("effort", effort))
+        if event["type"] == "role_start" and payload.get("depth") == 0:
+            task = str(payload.get("task", ""))
+            break
+    return RunMeta(
+        run_id=run_dir.name,
+        task=task,
+        status="running",
+        effort=effort,
+        log_level="full",
+        guild_path=guild_path,
+        start_time=started or utc_timestamp(),
+    )

@@ -1,0 +1,193 @@
+"""The sim-model script: its msgspec Struct tree and the loader that names a bad key's path.
+
+A script is a JSON document (see ``docs/sim-model.md``). Every Struct here is a ``StrictBase``, so an
+unknown key fails the load; :func:`load_script` turns msgspec's ``- at `$.turns[0]``` messages into a
+:class:`ScriptError` whose ``path`` is the offending key path, e.g. ``turns[0].fial``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from orchestrator.schema import StrictBase
+
+__all__ = [
+    "Expect",
+    "Fail",
+    "ModelsSpec",
+    "ScriptError",
+    "SimScript",
+    "ToolCall",
+    "Turn",
+    "Usage",
+    "load_script",
+    "parse_script",
+]
+
+NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
+PosInt = Annotated[int, msgspec.Meta(ge=1)]
+HttpErrorStatus = Annotated[int, msgspec.Meta(ge=400, le=599)]
+HttpStatus = Annotated[int, msgspec.Meta(ge=100, le=599)]
+
+
+class ScriptError(ValueError):
+    """A sim script failed to load. ``path`` is the bad key path (``turns[0].fial``), or "" for the root."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class Expect(StrictBase):
+    """Conditions a request must meet for a turn to answer it; all given conditions must hold."""
+
+    system_contains: str | None = None
+    last_input_contains: str | None = None
+    input_contains: str | None = None
+    tools_include: list[str] | None = None
+
+
+class ToolCall(StrictBase):
+    """One function call the turn emits: ``arguments`` (encoded compactly) or ``rawArguments`` verbatim."""
+
+    name: str
+    arguments: dict[str, Any] | None = None
+    raw_arguments: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.arguments is not None and self.raw_arguments is not None:
+            raise ValueError("give `arguments` or `rawArguments`, not both")
+
+
+class Usage(StrictBase):
+    """Token usage to report; a missing field is filled from the estimate."""
+
+    prompt_tokens: NonNegInt | None = None
+    completion_tokens: NonNegInt | None = None
+    cached_prompt_tokens: NonNegInt | None = None
+
+
+class Fail(StrictBase):
+    """How the turn fails. Exactly one mode: status, contextExceeded, a stall, or empty."""
+
+    status: HttpErrorStatus | None = None
+    context_exceeded: bool = False
+    prompt_tokens: NonNegInt | None = None
+    stall_before_headers_ms: NonNegInt | None = None
+    stall_mid_stream_ms: NonNegInt | None = None
+    empty: bool = False
+
+    def __post_init__(self) -> None:
+        modes = [
+            name
+            for name, on in (
+                ("status", self.status is not None),
+                ("contextExceeded", self.context_exceeded),
+                ("stallBeforeHeadersMs", self.stall_before_headers_ms is not None),
+                ("stallMidStreamMs", self.stall_mid_stream_ms is not None),
+                ("empty", self.empty),
+            )
+            if on
+        ]
+        if len(modes) != 1:
+            found = ", ".join(modes) or "none"
+            raise ValueError(
+                "give exactly one of status, contextExceeded, stallBeforeHeadersMs, stallMidStreamMs, "
+                f"empty (found: {found})"
+            )
+        if self.prompt_tokens is not None and not self.context_exceeded:
+            raise ValueError("`promptTokens` only goes with `contextExceeded`")
+
+
+class Turn(StrictBase):
+    """One scripted model reply."""
+
+    expect: Expect | None = None
+    reusable: bool = False
+    reasoning: str | None = None
+    content: str | None = None
+    tool_calls: list[ToolCall] = []
+    usage: Usage | None = None
+    finish_reason: Literal["stop", "length", "error"] = "stop"
+    fail: Fail | None = None
+    chunk_chars: PosInt = 16
+    chunk_delay_ms: NonNegInt = 0
+
+
+class ModelsSpec(StrictBase):
+    """What ``GET /v1/models`` answers. ``ids`` absent means ``[script.model]``."""
+
+    ids: list[str] | None = None
+    report: Literal["meta", "context_length", "none"] = "meta"
+    status: HttpStatus = 200
+
+
+class SimScript(StrictBase):
+    """A whole script: the model's identity, its context window, and the ordered turns."""
+
+    model: str = "sim"
+    context_window: PosInt = 32768
+    chars_per_token: Annotated[float, msgspec.Meta(gt=0)] = 4
+    on_exhausted: Literal["error", "finish"] = "error"
+    models: ModelsSpec | None = None
+    turns: list[Turn] = []
+
+    def model_ids(self) -> list[str]:
+        """The ids ``GET /v1/models`` lists."""
+        if self.models is None or self.models.ids is None:
+            return [self.model]
+        return list(self.models.ids)
+
+    def models_spec(self) -> ModelsSpec:
+        """The ``models`` block with its defaults applied."""
+        return self.models if self.models is not None else ModelsSpec()
+
+
+_DECODER = msgspec.json.Decoder(SimScript)
+_AT = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_NAMED_KEY = re.compile(r"(?:unknown|missing required) field `(?P<key>[^`]*)`")
+
+
+def _script_error(exc: msgspec.MsgspecError) -> ScriptError:
+    text = str(exc)
+    m = _AT.match(text)
+    msg, path = (m.group("msg"), m.group("path") or "") if m else (text, "")
+    path = path.removeprefix(".")
+    named = _NAMED_KEY.search(msg)
+    if named:
+        key = named.group("key")
+        path = f"{path}.{key}" if path else key
+    where = path or "<root>"
+    return ScriptError(f"invalid sim script at {where}: {msg}", path)
+
+
+def parse_script(data: bytes | bytearray | memoryview | str) -> SimScript:
+    """Decode script JSON text.
+
+    Raises :class:`ScriptError` (a ``ValueError``) naming the bad key path on invalid JSON, an unknown key,
+    a wrong type, or an inconsistent ``fail``/``toolCalls`` entry.
+    """
+    try:
+        return _DECODER.decode(data)
+    except msgspec.MsgspecError as exc:
+        raise _script_error(exc) from None
+
+
+def load_script(source: str | os.PathLike[str] | bytes | bytearray | memoryview) -> SimScript:
+    """Load a script from a file path (``str``/``PathLike``) or from JSON bytes.
+
+    Raises :class:`ScriptError` naming the bad key path when the content is invalid, and ``OSError`` when
+    the file cannot be read. Blocking file I/O: call it before serving or from a worker thread.
+    """
+    if isinstance(source, bytes | bytearray | memoryview):
+        return parse_script(source)
+    with open(source, "rb") as f:
+        data = f.read()
+    try:
+        return parse_script(data)
+    except ScriptError as exc:
+        raise ScriptError(f"{os.fspath(source)}: {exc}", exc.path) from None
