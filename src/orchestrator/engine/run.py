@@ -21,18 +21,17 @@ import trio
 
 from orchestrator.config import Settings
 from orchestrator.engine import events as ev
-from orchestrator.engine.builtins import ContextView, context_info, edit_context, validate_finish
 from orchestrator.engine.checkpoint import Checkpointer
-from orchestrator.engine.context import compact, effective_budget, truncate_text
+from orchestrator.engine.context import compact, effective_budget
 from orchestrator.engine.effort import effort_directive
 from orchestrator.engine.interrupts import InterruptQueue, notice_text
 from orchestrator.engine.state import FinishedRoot, PendingTurn, RoleFrame, RunState
+from orchestrator.engine.toolcalls import ToolCalls, encode_json, tool_message
 from orchestrator.llm import ContextRejected, FunctionTool, LlmClient, Unavailable, build_request
-from orchestrator.runlog.events import CardError, Message, ResultCard, ToolCall, ToolResult
+from orchestrator.runlog.events import CardError, Message, ResultCard, ToolCall
 from orchestrator.runlog.reader import read_events
 from orchestrator.runlog.writer import RunLog
-from orchestrator.tools.base import NativeTool, ToolContext, ToolOutcome, failure, success
-from orchestrator.tools.validate import SchemaCache, parse_arguments
+from orchestrator.tools.base import NativeTool, failure, success
 
 __all__ = ["BUILTIN_TOOLS", "DeltaSink", "Run", "StreamDelta"]
 
@@ -92,7 +91,6 @@ class Run:
         self.state = state
         self.log = log
         self.llm = llm
-        self.native_tools = native_tools or {}
         self.on_delta = on_delta
         self.checkpointer = checkpointer
         self.interrupts = interrupts or InterruptQueue()
@@ -100,8 +98,8 @@ class Run:
         self.checkpoint_suppressed = 0
         self.registry: dict[str, _Registered] = {}
         self._model_lock = trio.Lock()
+        self.tools = ToolCalls(self, native_tools or {})
         guild = settings.guild
-        self._schemas = SchemaCache({name: tool.parameters for name, tool in guild.tools.items()})
         self._role_tools: dict[str, list[FunctionTool]] = {
             name: [
                 FunctionTool(name=t, description=guild.tools[t].description, parameters=guild.tools[t].parameters)
@@ -389,13 +387,13 @@ class Run:
             call = calls[len(pending.results)]
             if pending.finish_card is not None:
                 output = failure("unavailable", "not run: the role had already finished")
-                pending.results.append(_tool_message(call, _encode(output)))
+                pending.results.append(tool_message(call, encode_json(output)))
                 continue
             if pending.awaiting == len(pending.results):
                 content, card = await self._resume_delegation(frame, pending, call), None
             else:
-                content, card = await self._execute(frame, pending, call)
-            pending.results.append(_tool_message(call, content))
+                content, card = await self.tools.execute(frame, pending, call)
+            pending.results.append(tool_message(call, content))
             if card is not None:
                 pending.finish_card = card
         frame.history.append(pending.assistant)
@@ -404,80 +402,14 @@ class Run:
         frame.pending = None
         return pending.finish_card
 
-    async def _execute(self, frame: RoleFrame, pending: PendingTurn, call: ToolCall) -> tuple[str, ResultCard | None]:
-        """Run one call; returns the text the conversation gets and a card if the call ends the role."""
-        name = call.function.name
-        self.log.emit(ev.tool_call(frame, name, call.function.arguments))
-        outcome, conversation_text = await self._dispatch(frame, pending, call)
-        self.log.emit(ev.tool_result(frame, name, outcome.result))
-        text = conversation_text if conversation_text is not None else _encode(outcome.result)
-        limit = self.settings.deployment.context_policy.max_tool_output_chars
-        return truncate_text(text, limit), outcome.terminate
-
-    async def _dispatch(self, frame: RoleFrame, pending: PendingTurn, call: ToolCall) -> tuple[ToolOutcome, str | None]:
-        name = call.function.name
-        role = self.settings.guild.roles[frame.role]
-        if name not in role.tools or name not in self.settings.guild.tools:
-            message = f"tool {name!r} is not available to role {frame.role!r}; it may call: {', '.join(role.tools)}"
-            self.log.emit(ev.failure("unknown_tool", frame, tool=name, message=message))
-            return ToolOutcome(failure("unknown_tool", message)), None
-        arguments = parse_arguments(call.function.arguments)
-        if isinstance(arguments, ToolResult):
-            self.log.emit(ev.failure("invalid_tool_call", frame, tool=name, message=arguments.message or ""))
-            return ToolOutcome(arguments), None
-        invalid = self._schemas.check(name, arguments)
-        if invalid is not None:
-            return ToolOutcome(invalid), None
-        if name == "agent":
-            card, refused = await self._agent(frame, pending, arguments)
-            if refused and card.error is not None:
-                result = failure(card.error.kind, card.summary)
-            else:
-                result = success(msgspec.to_builtins(card))
-            return ToolOutcome(result), _encode(card)
-        if name == "finish":
-            card_or_error = validate_finish(arguments)
-            if isinstance(card_or_error, str):
-                return ToolOutcome(failure("invalid_arguments", card_or_error)), None
-            return ToolOutcome(success(msgspec.to_builtins(card_or_error)), terminate=card_or_error), None
-        if name in ("context_info", "edit_context"):
-            target = self._target(frame, arguments.get("targetRole"))
-            view = ContextView(self.settings.deployment.model.context_window or 0, self.budget)
-            if name == "context_info":
-                return context_info(view, frame, target), None
-            attempts = self.settings.deployment.executor.max_compaction_attempts
-            return edit_context(view, frame, target, arguments["operations"], max_attempts=attempts), None
-        return ToolOutcome(await self._native(frame, name, arguments)), None
-
-    def _target(self, caller: RoleFrame, target_id: Any) -> RoleFrame | str | None:
-        """Resolve a ``targetRole``: ``None`` for the caller, the suspended frame, or an error message."""
-        if target_id is None or target_id == caller.instance_id:
-            return None
-        registered = self.registry.get(str(target_id))
-        if registered is None:
-            live = ", ".join(self.registry) or "none"
-            return f"targetRole {target_id!r} is not a live role instance (live: {live})"
-        return registered.frame
-
-    async def _native(self, frame: RoleFrame, name: str, arguments: dict[str, Any]) -> ToolResult:
-        tool = self.native_tools.get(name)
-        if tool is None:
-            message = f"tool {name!r} is declared in the Guild but this executor has no implementation of it"
-            return failure("unavailable", message)
-        timeout = float(self.settings.deployment.executor.default_tool_timeout_seconds)
-        requested = arguments.get("timeoutSeconds")
-        if isinstance(requested, int | float) and not isinstance(requested, bool) and 0 < requested < timeout:
-            timeout = float(requested)
-        ctx = ToolContext(workspace=self.workspace, frame=frame, timeout_seconds=timeout, services=self)
-        with trio.move_on_after(timeout) as tool_budget:
-            return await tool(ctx, arguments)
-        assert tool_budget.cancelled_caught
-        return failure("timeout", f"{name} did not finish within {timeout:g}s and was stopped")
-
-    async def _agent(
+    async def delegate(
         self, frame: RoleFrame, pending: PendingTurn, arguments: dict[str, Any]
     ) -> tuple[ResultCard, bool]:
-        """Delegate: refuse (unknown role, depth; ``True``) or run the child to its card, depth-first."""
+        """The ``agent`` tool: refuse (unknown role, depth; ``True``) or run the child to its card.
+
+        The child is pushed on the chain and checkpointed before its ``role_start`` is logged, so a
+        restart never mints its id twice.
+        """
         child_role, task = str(arguments["role"]), str(arguments["task"])
         depth = frame.depth + 1
         self.log.emit(ev.agent_call(frame.role, child_role, depth))
@@ -512,19 +444,7 @@ class Run:
                 card = await self.run_role(child)
         pending.awaiting = pending.child_id = pending.child_card = None
         self.log.emit(ev.tool_result(frame, call.function.name, success(msgspec.to_builtins(card))))
-        limit = self.settings.deployment.context_policy.max_tool_output_chars
-        return truncate_text(_encode(card), limit)
-
-
-_encoder = msgspec.json.Encoder()
-
-
-def _encode(value: object) -> str:
-    return _encoder.encode(value).decode()
-
-
-def _tool_message(call: ToolCall, content: str) -> Message:
-    return Message(role="tool", content=content, tool_call_id=call.id)
+        return self.tools.for_conversation(encode_json(card))
 
 
 def _error_card(kind: str, message: str) -> ResultCard:

@@ -1,0 +1,131 @@
+"""Executing one tool call of a model turn: checks, dispatch, timeout, truncation, log events.
+
+Order of checks, each stopping the call before anything runs: the role's allow-list
+(``unknown_tool``), JSON parsing of the arguments (``invalid_tool_call``), the manifest's JSON Schema
+(``invalid_arguments``). Then the call goes to ``agent`` (control flow: back to the ``Run``), the
+executor's conversation tools, or a native tool under the tool timeout. Failures are results, never
+exceptions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from orchestrator.engine import events as ev
+from orchestrator.engine.builtins import ContextView, context_info, edit_context, validate_finish
+from orchestrator.engine.context import truncate_text
+from orchestrator.engine.state import PendingTurn, RoleFrame
+from orchestrator.runlog.events import Message, ResultCard, ToolCall, ToolResult
+from orchestrator.tools.base import NativeTool, ToolContext, ToolOutcome, failure, success
+from orchestrator.tools.validate import SchemaCache, parse_arguments
+
+if TYPE_CHECKING:
+    from orchestrator.engine.run import Run
+
+__all__ = ["ToolCalls", "encode_json", "tool_message"]
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_json(value: object) -> str:
+    return _encoder.encode(value).decode()
+
+
+def tool_message(call: ToolCall, content: str) -> Message:
+    return Message(role="tool", content=content, tool_call_id=call.id)
+
+
+class ToolCalls:
+    """The run's tool dispatcher: validators built once from the Guild, the native-tool table."""
+
+    def __init__(self, run: Run, native_tools: dict[str, NativeTool]) -> None:
+        self._run = run
+        self.native_tools = native_tools
+        guild = run.settings.guild
+        self._schemas = SchemaCache({name: tool.parameters for name, tool in guild.tools.items()})
+        self._limit = run.settings.deployment.context_policy.max_tool_output_chars
+
+    def for_conversation(self, text: str) -> str:
+        """What the conversation gets: the text cut to ``maxToolOutputChars`` (the log keeps it whole)."""
+        return truncate_text(text, self._limit)
+
+    async def execute(self, frame: RoleFrame, pending: PendingTurn, call: ToolCall) -> tuple[str, ResultCard | None]:
+        """Run one call; returns the text the conversation gets and a card if the call ends the role.
+
+        Cancellation: propagates (a running native tool is stopped by its own cleanup); nothing is
+        appended to the history here, so a cancelled call leaves no trace in the conversation.
+        """
+        name = call.function.name
+        log = self._run.log
+        log.emit(ev.tool_call(frame, name, call.function.arguments))
+        outcome, conversation_text = await self._dispatch(frame, pending, call)
+        log.emit(ev.tool_result(frame, name, outcome.result))
+        text = conversation_text if conversation_text is not None else encode_json(outcome.result)
+        return self.for_conversation(text), outcome.terminate
+
+    async def _dispatch(self, frame: RoleFrame, pending: PendingTurn, call: ToolCall) -> tuple[ToolOutcome, str | None]:
+        run = self._run
+        name = call.function.name
+        guild = run.settings.guild
+        role = guild.roles[frame.role]
+        if name not in role.tools or name not in guild.tools:
+            message = f"tool {name!r} is not available to role {frame.role!r}; it may call: {', '.join(role.tools)}"
+            run.log.emit(ev.failure("unknown_tool", frame, tool=name, message=message))
+            return ToolOutcome(failure("unknown_tool", message)), None
+        arguments = parse_arguments(call.function.arguments)
+        if isinstance(arguments, ToolResult):
+            run.log.emit(ev.failure("invalid_tool_call", frame, tool=name, message=arguments.message or ""))
+            return ToolOutcome(arguments), None
+        invalid = self._schemas.check(name, arguments)
+        if invalid is not None:
+            return ToolOutcome(invalid), None
+        if name == "agent":
+            card, refused = await run.delegate(frame, pending, arguments)
+            if refused and card.error is not None:
+                result = failure(card.error.kind, card.summary)
+            else:
+                result = success(msgspec.to_builtins(card))
+            return ToolOutcome(result), encode_json(card)
+        if name == "finish":
+            card_or_error = validate_finish(arguments)
+            if isinstance(card_or_error, str):
+                return ToolOutcome(failure("invalid_arguments", card_or_error)), None
+            return ToolOutcome(success(msgspec.to_builtins(card_or_error)), terminate=card_or_error), None
+        if name in ("context_info", "edit_context"):
+            target = self._target(frame, arguments.get("targetRole"))
+            view = ContextView(run.settings.deployment.model.context_window or 0, run.budget)
+            if name == "context_info":
+                return context_info(view, frame, target), None
+            attempts = run.settings.deployment.executor.max_compaction_attempts
+            return edit_context(view, frame, target, arguments["operations"], max_attempts=attempts), None
+        return ToolOutcome(await self._native(frame, name, arguments)), None
+
+    def _target(self, caller: RoleFrame, target_id: Any) -> RoleFrame | str | None:
+        """Resolve a ``targetRole``: ``None`` for the caller, the suspended frame, or an error message."""
+        if target_id is None or target_id == caller.instance_id:
+            return None
+        registered = self._run.registry.get(str(target_id))
+        if registered is None:
+            live = ", ".join(self._run.registry) or "none"
+            return f"targetRole {target_id!r} is not a live role instance (live: {live})"
+        return registered.frame
+
+    async def _native(self, frame: RoleFrame, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """A native tool under ``tool_budget``; ``timeoutSeconds`` may lower the default, never raise it."""
+        tool = self.native_tools.get(name)
+        if tool is None:
+            message = f"tool {name!r} is declared in the Guild but this executor has no implementation of it"
+            return failure("unavailable", message)
+        run = self._run
+        timeout = float(run.settings.deployment.executor.default_tool_timeout_seconds)
+        requested = arguments.get("timeoutSeconds")
+        if isinstance(requested, int | float) and not isinstance(requested, bool) and 0 < requested < timeout:
+            timeout = float(requested)
+        ctx = ToolContext(workspace=run.workspace, frame=frame, timeout_seconds=timeout, services=run)
+        with trio.move_on_after(timeout) as tool_budget:
+            return await tool(ctx, arguments)
+        assert tool_budget.cancelled_caught
+        return failure("timeout", f"{name} did not finish within {timeout:g}s and was stopped")
