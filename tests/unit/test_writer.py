@@ -209,3 +209,15 @@ def test_arbitrary_bytes_appended_never_make_the_reader_raise(
     records = read_events(path)
     complete = data[:cut].count(b"\n")
     assert records[:complete] == [msgspec.to_builtins(e) for e in events[:complete]]
+
+
+def test_a_log_torn_by_a_kill_is_sealed_before_the_next_event(tmp_path: Path) -> None:
+    from orchestrator.runlog import read_events
+    from orchestrator.runlog.events import EffortSet, EffortSetPayload
+
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"timestamp":"t","type":"effort_set","payload":{"effort":"quick"}}\n{"timestamp":"t","ty')
+    with RunLog(path) as log:
+        log.emit(EffortSet(timestamp="t2", payload=EffortSetPayload(effort="thorough")))
+    events = read_events(path)
+    assert [e["payload"]["effort"] for e in events] == ["quick", "thorough"]

@@ -56,9 +56,17 @@ class RunLog:
         self.level: LogLevel = level
         self._encoder = msgspec.json.Encoder()
         self._buffer = bytearray(4096)
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        self._seal_torn_tail()
         self.count = 0
         self.listeners: list[Callable[[RunEvent], None]] = []
+
+    def _seal_torn_tail(self) -> None:
+        """A previous process killed mid-append left a partial last line: end it, so the next event
+        starts on a line of its own (the torn line stays, and readers skip it)."""
+        size = os.fstat(self._fd).st_size
+        if size and os.pread(self._fd, 1, size - 1) != b"\n":
+            os.write(self._fd, b"\n")
 
     def emit(self, event: RunEvent) -> None:
         event = apply_level(event, self.level)
