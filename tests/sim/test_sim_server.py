@@ -362,9 +362,9 @@ async def test_request_record_and_clearing(start_sim: StartSim, client: httpx.As
     await _post(client, base, body("three"))
     record = await _requests(client, base)
     assert record == [
-        {"path": "/v1/responses", "body": first, "turn": 0, "status": 502},
-        {"path": "/responses", "body": second, "turn": 1, "status": 200},
-        {"path": "/v1/responses", "body": body("three"), "turn": None, "status": 500},
+        {"path": "/v1/responses", "body": first, "turn": 0, "status": 502, "completed": True},
+        {"path": "/responses", "body": second, "turn": 1, "status": 200, "completed": True},
+        {"path": "/v1/responses", "body": body("three"), "turn": None, "status": 500, "completed": True},
     ]
     assert (await client.delete(f"{root}/_sim/requests")).status_code == 200
     assert await _requests(client, base) == []

@@ -63,8 +63,12 @@ class SimState:
         self.responses = 0
         self.calls = 0
 
-    def record(self, path: str, body: Any, turn: int | None, status: int) -> None:
-        self.requests.append({"path": path, "body": body, "turn": turn, "status": status})
+    def record(self, path: str, body: Any, turn: int | None, status: int, *, completed: bool = True) -> dict[str, Any]:
+        """Note one request; ``completed`` turns true once a streamed answer was sent to its end (a
+        client that disconnects mid-stream leaves it false)."""
+        entry = {"path": path, "body": body, "turn": turn, "status": status, "completed": completed}
+        self.requests.append(entry)
+        return entry
 
 
 def _json(payload: Any, status: int = 200) -> Response:
@@ -91,7 +95,9 @@ def _context_error(prompt_tokens: int, context_window: int) -> Response:
     )
 
 
-async def _paced(events: list[SseEvent], delay_s: float, stall_at: int | None, stall_s: float) -> AsyncIterator[bytes]:
+async def _paced(
+    events: list[SseEvent], delay_s: float, stall_at: int | None, stall_s: float, entry: dict[str, Any]
+) -> AsyncIterator[bytes]:
     """Yield the frames, sleeping ``delay_s`` before each delta but the first, and ``stall_s`` at ``stall_at``.
 
     Cancelled (by hypercorn) when the client disconnects; the cancellation propagates untouched.
@@ -105,6 +111,7 @@ async def _paced(events: list[SseEvent], delay_s: float, stall_at: int | None, s
                 await trio.sleep(delay_s)
             seen_delta = True
         yield event.frame
+    entry["completed"] = True
 
 
 def _models(state: SimState) -> Response:
@@ -183,7 +190,7 @@ async def _respond(state: SimState) -> Response:
     )
     plan = build_stream(emitted, meta, resolve_usage(emitted, estimate, script), first_call=state.calls + 1)
     state.calls += plan.calls_used
-    state.record(path, raw, index, 200)
+    entry = state.record(path, raw, index, 200, completed=not req.stream)
 
     if fail is not None and fail.stall_before_headers_ms is not None:
         await trio.sleep(fail.stall_before_headers_ms / 1000)
@@ -193,7 +200,7 @@ async def _respond(state: SimState) -> Response:
     if fail is not None and fail.stall_mid_stream_ms is not None:
         stall_at, stall_s = len(plan.events) // 2, fail.stall_mid_stream_ms / 1000
     response = Response(
-        _paced(plan.events, turn.chunk_delay_ms / 1000, stall_at, stall_s),
+        _paced(plan.events, turn.chunk_delay_ms / 1000, stall_at, stall_s, entry),
         status=200,
         content_type="text/event-stream",
     )
