@@ -18,6 +18,7 @@ import trio
 
 from orchestrator.config import Settings, load_settings, probe_model, render_settings, resolve_paths
 from orchestrator.engine.effort import EFFORT_TIERS
+from orchestrator.engine.human import AnswersFile, HumanBackend, Terminal, load_answers
 from orchestrator.engine.reconcile import reconcile_runs
 from orchestrator.engine.runfolder import RunIdCollision
 from orchestrator.engine.runner import (
@@ -53,6 +54,18 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--effort", choices=EFFORT_TIERS, help="quality tier for this run")
     parser.add_argument("--log-level", choices=("full", "standard"), help="run-log payload detail")
     parser.add_argument("--json", action="store_true", help="print the result card as JSON")
+    parser.add_argument(
+        "--answers",
+        metavar="FILE",
+        help="JSON object of question → answer for ask_human (default: ask on the terminal when there is one)",
+    )
+
+
+def _human(args: argparse.Namespace) -> HumanBackend | None:
+    """Who answers ``ask_human`` for a command-line run: the answers file, else an interactive terminal."""
+    if getattr(args, "answers", None):
+        return AnswersFile(load_answers(Path(args.answers)))
+    return Terminal() if sys.stdin.isatty() else None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--workspace", metavar="DIR", default=".", help="project the run works in (default .)")
     _add_config_args(resume)
     resume.add_argument("--json", action="store_true", help="print the result card as JSON")
+    resume.add_argument("--answers", metavar="FILE", help="JSON object of question → answer for ask_human")
     demo = commands.add_parser("demo", help="run a demo task against the built-in simulated model")
     _add_run_args(demo)
     demo.set_defaults(workspace="demo-workspace")
@@ -136,7 +150,7 @@ def _request(args: argparse.Namespace, settings: Settings, workspace: Path) -> R
 async def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     settings = await _settings(args, env)
     workspace = Path(args.workspace).resolve()
-    services = RunServices(timeouts=timeouts_from_env(env))
+    services = RunServices(timeouts=timeouts_from_env(env), human=_human(args))
     return await _execute(settings, workspace, _request(args, settings, workspace), services, args.json, env)
 
 
@@ -187,7 +201,7 @@ async def _resume(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         print("orchestrator: no run to resume", file=sys.stderr)
         return EXIT_OK
     print(f"orchestrator: resuming {found.run_dir.name} ({len(found.state.frames)} live roles)", file=sys.stderr)
-    services = RunServices(timeouts=timeouts_from_env(env))
+    services = RunServices(timeouts=timeouts_from_env(env), human=_human(args))
     outcome, wind_down = await run_with_wind_down(
         lambda: resume_run(settings, workspace, found.run_dir, found.state, found.seq, services),
         services.interrupts,

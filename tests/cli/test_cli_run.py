@@ -93,3 +93,30 @@ async def test_demo_runs_out_of_the_box_on_the_built_in_sim(tmp_path: Path) -> N
     assert json.loads(done.stdout)["status"] == "success"
     assert (tmp_path / "ws" / "hello.txt").read_text().startswith("Hello from the Adaptive Orchestrator demo")
     assert b"worker-2-3" in done.stderr
+
+
+async def test_ask_human_is_answered_from_an_answers_file(tmp_path: Path, sim_for) -> None:
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"Which  colour?": "blue"}))
+    script = {
+        "turns": [
+            turn("lead", call("ask_human", question="which colour?")),
+            turn("lead", finish("went with blue"), last="blue"),
+        ]
+    }
+    async with sim_for(script) as sim:
+        guild = write_guild(tmp_path / "guild", {"lead": ["ask_human", "finish"]})
+        deployment = write_deployment(tmp_path / "deployment.json", sim.base_url)
+        config = ["--guild", str(guild), "--deployment", str(deployment)]
+        done = await _orchestrator(
+            "run", "--workspace", str(tmp_path), *config, "--answers", str(answers), "--json", "go"
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads(done.stdout)["summary"] == "went with blue"
+
+
+async def test_a_malformed_answers_file_is_a_configuration_error(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.json"
+    answers.write_text("[1, 2]")
+    done = await _orchestrator("run", *_config(tmp_path, "http://127.0.0.1:9/v1"), "--answers", str(answers), "go")
+    assert done.returncode == 2 and b"--answers" in done.stderr

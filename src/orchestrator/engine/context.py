@@ -179,7 +179,7 @@ def _bounds(op: EditOp, size: int) -> tuple[int, int]:
     if not all(math.isfinite(x) and x >= 0 and float(x).is_integer() for x in (start, end)) or start > end:
         raise EditError(f"{op.op}: range {op.range} must be two non-negative whole numbers with start <= end")
     if end > size:
-        raise EditError(f"{op.op}: range {op.range} runs past the conversation's {size} messages")
+        raise EditError(f"{op.op}: range [{int(start)}, {int(end)}) runs past the conversation's {size} messages")
     return int(start), int(end)
 
 

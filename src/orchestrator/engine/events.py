@@ -13,14 +13,21 @@ from orchestrator.runlog.writer import utc_timestamp
 
 __all__ = [
     "agent_call",
+    "ask_human",
     "context_compacted",
     "context_pressure",
     "depth_exceeded",
     "effort_set",
     "failure",
+    "human_answer",
+    "inquiry_dropped",
+    "interrupt",
+    "interrupt_resolved",
     "llm_call",
     "llm_call_start",
+    "observe",
     "operator_notice",
+    "plan_modification",
     "role_finished",
     "role_finished_for",
     "role_not_found",
@@ -182,6 +189,67 @@ def role_finished_for(role: str, role_id: str, depth: int, card: e.ResultCard, p
             parent=parent,
         ),
     )
+
+
+def interrupt(trigger: str, handler: str, target: str, message: str | None = None) -> e.Interrupt:
+    return e.Interrupt(
+        timestamp=utc_timestamp(),
+        payload=e.InterruptPayload(trigger=trigger, handler=handler, target=target, message=message),
+    )
+
+
+def interrupt_resolved(
+    trigger: str,
+    handler: str,
+    target: str,
+    action: str,
+    handler_status: str | None = None,
+    summary: str | None = None,
+) -> e.InterruptResolved:
+    return e.InterruptResolved(
+        timestamp=utc_timestamp(),
+        payload=e.InterruptResolvedPayload(
+            trigger=trigger,
+            handler=handler,
+            target=target,
+            action=action,
+            handler_status=handler_status,
+            summary=summary,
+        ),
+    )
+
+
+def inquiry_dropped(message: str, reason: str) -> e.InquiryDropped:
+    return e.InquiryDropped(timestamp=utc_timestamp(), payload=e.InquiryDroppedPayload(message=message, reason=reason))
+
+
+def plan_modification(owner: RoleFrame, message: str, aborted: list[str]) -> e.PlanModification:
+    return e.PlanModification(
+        timestamp=utc_timestamp(),
+        payload=e.PlanModificationPayload(
+            target=owner.instance_id, target_role=owner.role, message=message, aborted=aborted
+        ),
+    )
+
+
+def observe(target: RoleFrame, tool: str) -> e.Observe:
+    return e.Observe(
+        timestamp=utc_timestamp(),
+        payload=e.ObservePayload(role=target.role, role_id=target.instance_id, details=tool),
+    )
+
+
+def ask_human(question_id: str, question: str, context: str | None, frame: RoleFrame) -> e.AskHuman:
+    return e.AskHuman(
+        timestamp=utc_timestamp(),
+        payload=e.AskHumanPayload(
+            id=question_id, question=question, context=context, role=frame.role, role_id=frame.instance_id
+        ),
+    )
+
+
+def human_answer(question_id: str, answer: str) -> e.HumanAnswer:
+    return e.HumanAnswer(timestamp=utc_timestamp(), payload=e.HumanAnswerPayload(id=question_id, answer=answer))
 
 
 def run_resumed(run_id: str, frames: int) -> e.RunResumed:

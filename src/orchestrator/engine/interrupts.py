@@ -1,15 +1,23 @@
-"""Requests for a live run that are applied only at a safe point (between turns).
+"""Operator requests for a live run, applied only at a safe point (between turns).
 
-For now: operator *notices* — directives injected as a marked user message into the chain root's
-history (the graceful-shutdown wind-down is one). Posting never blocks and never touches the run's
-state; the run drains one request per safe point. In memory only: a restart loses pending requests.
+Two queued kinds: ``inquiry`` (a question a fresh handler answers while the run is paused) and the
+internal ``notice`` (a directive injected as a marked user message into the chain root's history; the
+graceful-shutdown wind-down is one). Plan modifications are not queued: they cancel scopes at once
+(``Run.modify_plan``). Posting never blocks and never touches the run's state; the run takes one
+request per safe point. In memory only: a restart loses pending requests.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from typing import Literal, NamedTuple
 
-__all__ = ["InterruptQueue", "notice_text"]
+__all__ = ["InterruptQueue", "OperatorRequest", "notice_text", "plan_modification_text"]
+
+
+class OperatorRequest(NamedTuple):
+    kind: Literal["inquiry", "notice"]
+    message: str
 
 
 def notice_text(message: str) -> str:
@@ -17,18 +25,26 @@ def notice_text(message: str) -> str:
     return f"[Operator notice — a directive from the operator, not a question] {message}"
 
 
+def plan_modification_text(message: str) -> str:
+    """The marked user message the plan owner receives."""
+    return f"[Operator plan modification — the work below you was stopped; re-plan with this] {message}"
+
+
 class InterruptQueue:
     """FIFO of pending operator requests for one run."""
 
     def __init__(self) -> None:
-        self._notices: deque[str] = deque()
+        self._requests: deque[OperatorRequest] = deque()
 
     def post_notice(self, message: str) -> None:
-        self._notices.append(message)
+        self._requests.append(OperatorRequest("notice", message))
 
-    def take_notice(self) -> str | None:
-        return self._notices.popleft() if self._notices else None
+    def post_inquiry(self, message: str) -> None:
+        self._requests.append(OperatorRequest("inquiry", message))
+
+    def take(self) -> OperatorRequest | None:
+        return self._requests.popleft() if self._requests else None
 
     @property
     def pending(self) -> bool:
-        return bool(self._notices)
+        return bool(self._requests)

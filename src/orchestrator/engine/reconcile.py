@@ -9,9 +9,12 @@ kept, and its checkpoint files removed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from orchestrator.engine import events as ev
 from orchestrator.engine.checkpoint import CheckpointError, delete_checkpoint, load_checkpoint
 from orchestrator.engine.runfolder import (
     RUN_ID_PATTERN,
@@ -22,11 +25,11 @@ from orchestrator.engine.runfolder import (
     write_meta,
 )
 from orchestrator.engine.state import RunState
-from orchestrator.runlog.events import CardError
+from orchestrator.runlog.events import CardError, RunEvent
 from orchestrator.runlog.reader import read_events
 from orchestrator.runlog.writer import utc_timestamp
 
-__all__ = ["Reconciliation", "Resumable", "reconcile_runs"]
+__all__ = ["Reconciliation", "Resumable", "missing_lifecycle_events", "reconcile_runs"]
 
 
 @dataclass
@@ -100,3 +103,28 @@ def _meta_from_log(run_dir: Path, guild_path: str) -> RunMeta:
         guild_path=guild_path,
         start_time=started or utc_timestamp(),
     )
+
+
+def missing_lifecycle_events(events: Sequence[dict[str, Any]], state: RunState) -> list[RunEvent]:
+    """The ``role_start`` / ``role_finished`` events a killed process did not get to write (pure).
+
+    A child is checkpointed before its ``role_start`` and its card before its ``role_finished``, so a
+    kill between the two leaves the checkpoint ahead of the log by at most these events; writing them
+    on resume keeps every instance at exactly one start and one finish.
+    """
+    started = {e["payload"].get("roleId") for e in events if e["type"] == "role_start"}
+    finished = {e["payload"].get("roleId") for e in events if e["type"] == "role_finished"}
+    missing: list[RunEvent] = []
+    for frame in state.frames:
+        if frame.instance_id not in started:
+            missing.append(ev.role_start(frame))
+        pending = frame.pending
+        if pending and pending.child_card and pending.child_id and pending.child_id not in finished:
+            child_role = pending.child_id.rsplit("-", 2)[0]
+            missing.append(
+                ev.role_finished_for(child_role, pending.child_id, frame.depth + 1, pending.child_card, frame.role)
+            )
+    final = state.final
+    if final is not None and final.role_id not in finished:
+        missing.append(ev.role_finished_for(final.role, final.role_id, 0, final.card, None))
+    return missing

@@ -24,8 +24,11 @@ from orchestrator.engine import events as ev
 from orchestrator.engine.checkpoint import Checkpointer
 from orchestrator.engine.context import compact, effective_budget
 from orchestrator.engine.effort import effort_directive
-from orchestrator.engine.interrupts import InterruptQueue, notice_text
-from orchestrator.engine.state import FinishedRoot, PendingTurn, RoleFrame, RunState
+from orchestrator.engine.human import HumanBackend
+from orchestrator.engine.interludes import Interludes
+from orchestrator.engine.interrupts import InterruptQueue, plan_modification_text
+from orchestrator.engine.reconcile import missing_lifecycle_events
+from orchestrator.engine.state import FinishedRoot, PendingTurn, Rejection, RoleFrame, RunState
 from orchestrator.engine.toolcalls import ToolCalls, encode_json, tool_message
 from orchestrator.llm import ContextRejected, FunctionTool, LlmClient, Unavailable, build_request
 from orchestrator.runlog.events import CardError, Message, ResultCard, ToolCall
@@ -85,6 +88,7 @@ class Run:
         on_delta: DeltaSink | None = None,
         checkpointer: Checkpointer | None = None,
         interrupts: InterruptQueue | None = None,
+        human: HumanBackend | None = None,
     ) -> None:
         self.settings = settings
         self.workspace = workspace
@@ -94,9 +98,13 @@ class Run:
         self.on_delta = on_delta
         self.checkpointer = checkpointer
         self.interrupts = interrupts or InterruptQueue()
+        self.human = human
+        self.interludes = Interludes(self)
         #: > 0 while a handler interlude is on the stack: its effects land in the next write.
         self.checkpoint_suppressed = 0
         self.registry: dict[str, _Registered] = {}
+        #: instance ids a plan modification cut (a frame not yet registered is cut as it registers)
+        self._aborted: set[str] = set()
         self._model_lock = trio.Lock()
         self.tools = ToolCalls(self, native_tools or {})
         guild = settings.guild
@@ -111,12 +119,17 @@ class Run:
 
     # --- entry ---------------------------------------------------------------------------------
 
-    def new_frame(self, role: str, depth: int, task: str, parent: RoleFrame | None) -> RoleFrame:
-        """Mint an instance id and build the frame's opening conversation."""
+    def new_frame(
+        self, role: str, depth: int, task: str, parent: RoleFrame | None, *, entry: bool | None = None
+    ) -> RoleFrame:
+        """Mint an instance id and build the frame's opening conversation.
+
+        Only the entry role (by default: the frame without a parent) gets the effort directive.
+        """
         self.state.registry_counter += 1
         history = [Message(role="system", content=self.settings.guild.roles[role].system_prompt)]
         effort = None
-        if parent is None:
+        if parent is None if entry is None else entry:
             effort = self.state.effort
             history.append(Message(role="system", content=effort_directive(effort)))
         history.append(Message(role="user", content=task))
@@ -154,30 +167,14 @@ class Run:
         did not get to write are written now, so every instance has exactly one of each.
         """
         self.log.emit(ev.run_resumed(self.state.run_id, len(self.state.frames)))
-        self._reconcile_log()
+        for event in missing_lifecycle_events(read_events(self.log.path), self.state):
+            self.log.emit(event)
         final = self.state.final
         if final is not None:
             return final.card
         if not self.state.frames:
             return _error_card("interrupted", "the checkpoint holds no live role")
         return await self.run_role(self.state.frames[0])
-
-    def _reconcile_log(self) -> None:
-        events = read_events(self.log.path)
-        started = {e["payload"].get("roleId") for e in events if e["type"] == "role_start"}
-        finished = {e["payload"].get("roleId") for e in events if e["type"] == "role_finished"}
-        for frame in self.state.frames:
-            if frame.instance_id not in started:
-                self.log.emit(ev.role_start(frame))
-            pending = frame.pending
-            if pending and pending.child_card and pending.child_id and pending.child_id not in finished:
-                child_role = pending.child_id.rsplit("-", 2)[0]
-                self.log.emit(
-                    ev.role_finished_for(child_role, pending.child_id, frame.depth + 1, pending.child_card, frame.role)
-                )
-        final = self.state.final
-        if final is not None and final.role_id not in finished:
-            self.log.emit(ev.role_finished_for(final.role, final.role_id, 0, final.card, None))
 
     def checkpoint(self) -> None:
         """Write the run's resumable state now (no-op without a checkpointer or inside an interlude)."""
@@ -200,6 +197,8 @@ class Run:
         card: ResultCard | None = None
         with trio.CancelScope() as frame_scope:
             self.registry[frame.instance_id] = _Registered(frame, frame_scope)
+            if frame.instance_id in self._aborted:
+                frame_scope.cancel()
             try:
                 if frame.role not in self.settings.guild.roles:
                     card = _error_card("unavailable", f"role {frame.role!r} is no longer declared in the Guild")
@@ -226,9 +225,23 @@ class Run:
                 del frames[i:]
                 return
 
-    async def _loop(self, frame: RoleFrame) -> ResultCard:
+    def cancelled(self, frame: RoleFrame) -> bool:
+        """True once this frame's scope was cancelled (a plan modification): stop before new work."""
+        if frame.instance_id in self._aborted:
+            return True
+        registered = self.registry.get(frame.instance_id)
+        return registered is not None and registered.scope.cancel_called
+
+    async def _loop(self, frame: RoleFrame) -> ResultCard | None:
+        """The role loop; ``None`` when the frame's own scope was cancelled (an ``interrupted`` card)."""
         while True:
-            self._safe_point(frame)
+            if self.cancelled(frame):
+                return None
+            card = await self._safe_point(frame)
+            if card is not None:
+                return card
+            if self.cancelled(frame):
+                return None
             if frame.pending is None:
                 outcome = await self._model_turn(frame)
                 if isinstance(outcome, ResultCard):
@@ -240,13 +253,14 @@ class Run:
             if card is not None:
                 return card
 
-    def _safe_point(self, frame: RoleFrame) -> None:
-        """Top of the leaf's loop: drain one operator request, deliver what is due, checkpoint."""
-        notice = self.interrupts.take_notice()
-        if notice is not None and self.state.frames:
-            root = self.state.frames[0]
-            root.inbox.append(Message(role="user", content=notice_text(notice)))
-            self.log.emit(ev.operator_notice(root, notice))
+    async def _safe_point(self, frame: RoleFrame) -> ResultCard | None:
+        """Top of the leaf's loop, never during a model call: drain what is due (context handlers, the
+        loop-check cadence, one operator request), deliver the frame's inbox and a due pressure notice,
+        then checkpoint. A card means the frame ends with it (a loop-check abort, an unfixable context).
+        """
+        card = await self.interludes.drain(frame)
+        if card is not None:
+            return card
         if frame.pending is None:
             if frame.inbox:
                 frame.history.extend(frame.inbox)
@@ -255,6 +269,36 @@ class Run:
                 frame.pressure_notice_due = False
                 frame.history.append(Message(role="user", content=PRESSURE_NOTICE))
         self.checkpoint()
+        return None
+
+    def modify_plan(self, message: str) -> tuple[RoleFrame, list[str]] | None:
+        """Apply an operator plan modification now: every live chain member below the plan owner ends
+        with an ``interrupted`` card at its own boundary (the deepest one's scope is cancelled, so an
+        in-flight model call or tool stops at once and no partial turn reaches a history), and the owner
+        gets the marked message at its next safe point. The owner is the rootmost live instance of
+        ``planOwnerRole``, else the chain root. Returns ``(owner, aborted ids)``, or ``None`` when no role is live.
+        """
+        chain = [f for f in self.state.frames if f.handler_for is None]
+        if not chain:
+            return None
+        triggers = self.settings.deployment.executor.interrupt_triggers
+        owner_role = triggers.plan_owner_role if triggers is not None else None
+        owner = next((f for f in chain if owner_role and f.role == owner_role), chain[0])
+        below = self.state.frames[next(i for i, f in enumerate(self.state.frames) if f is owner) + 1 :]
+        aborted = [f.instance_id for f in below]
+        owner.inbox.append(Message(role="user", content=plan_modification_text(message)))
+        self.log.emit(ev.plan_modification(owner, message, aborted))
+        # Only the deepest live frame is doing anything (its ancestors wait on it): cancelling its scope
+        # stops the in-flight work at once. Trio hands a cancellation to the outermost cancelled scope,
+        # so cancelling every scope would skip the inner frames' boundaries; instead each marked
+        # ancestor sees the mark when its child's card comes back, and ends at its own boundary.
+        self._aborted.update(aborted)
+        for frame in reversed(below):
+            registered = self.registry.get(frame.instance_id)
+            if registered is not None:
+                registered.scope.cancel()
+                break
+        return owner, aborted
 
     # --- one model turn ------------------------------------------------------------------------
 
@@ -314,7 +358,8 @@ class Run:
             self.log.emit(ev.context_pressure(frame, prompt_tokens, budget))
 
     def _rejected(self, frame: RoleFrame, rejection: ContextRejected) -> ResultCard | None:
-        """The naive in-place backstop for a context-size rejection (no context handler configured)."""
+        """A context-size rejection: count it, learn the ceiling, then either park it for the context
+        handler (at the next safe point) or compact in place with the naive backstop."""
         frame.rejection_count += 1
         reported = rejection.prompt_tokens
         if reported:
@@ -334,6 +379,13 @@ class Run:
                 "context_budget_exceeded",
                 f"the prompt was rejected as too long {frame.rejection_count} times in a row",
             )
+        if self.settings.deployment.executor.context_handler_role and frame.handler_for is None:
+            frame.parked_rejection = Rejection(prompt_tokens=reported, message=rejection.message)
+            return None
+        return self.backstop(frame, reported)
+
+    def backstop(self, frame: RoleFrame, reported: int | None) -> ResultCard | None:
+        """The naive in-place compaction; a card when even the remainder cannot fit."""
         model = self.settings.deployment.model
         window = model.context_window or 0
         compaction = compact(
@@ -384,6 +436,8 @@ class Run:
         assert pending is not None
         calls = pending.assistant.tool_calls
         while len(pending.results) < len(calls):
+            if self.cancelled(frame):
+                return None
             call = calls[len(pending.results)]
             if pending.finish_card is not None:
                 output = failure("unavailable", "not run: the role had already finished")
@@ -422,6 +476,8 @@ class Run:
             message = f"delegating to {child_role!r} would reach depth {depth}; maxAgentDepth is {limit}"
             self.log.emit(ev.depth_exceeded(frame.role, child_role, depth, message))
             return _error_card("tool_budget_exceeded", message), True
+        if self.cancelled(frame):  # cut by a plan modification while this call was being set up
+            return _error_card("interrupted", "the delegation was stopped by the operator"), True
         child = self.new_frame(child_role, depth, task, frame)
         pending.awaiting, pending.child_id = len(pending.results), child.instance_id
         self.state.frames.append(child)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from orchestrator.config import Settings
 from orchestrator.engine.checkpoint import Checkpointer, delete_checkpoint
+from orchestrator.engine.human import HumanBackend
 from orchestrator.engine.interrupts import InterruptQueue
 from orchestrator.engine.run import DeltaSink, Run
 from orchestrator.engine.runfolder import (
@@ -73,6 +74,10 @@ class RunServices:
     interrupts: InterruptQueue = field(default_factory=InterruptQueue)
     #: fsync checkpoints and metas (off only in benchmarks that measure bytes, not durability).
     durable: bool = True
+    #: Who answers ``ask_human`` (none: the tool reports ``unavailable``).
+    human: HumanBackend | None = None
+    #: Called with the live ``Run`` once it exists (the service keeps it to route operator requests).
+    on_run: Callable[[Run], None] | None = None
 
 
 class InvalidContinuation(ValueError):
@@ -134,7 +139,10 @@ async def _drive(
                     on_delta=services.on_delta,
                     checkpointer=checkpointer,
                     interrupts=services.interrupts,
+                    human=services.human,
                 )
+                if services.on_run is not None:
+                    services.on_run(run)
                 return await (run.execute(task) if task is not None else run.resume())
     finally:
         checkpointer.close()

@@ -70,6 +70,8 @@ class RoleFrame(Base):
     history_epoch: int = 0
     #: Messages for this frame delivered at its next own safe point (e.g. an operator notice).
     inbox: list[Message] = []
+    #: Set on a handler instance (loop check, context, inquiry): the instance id it was invoked for.
+    handler_for: str | None = None
     pending: PendingTurn | None = None
 
 

@@ -9,6 +9,7 @@ exceptions.
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -17,6 +18,14 @@ import trio
 from orchestrator.engine import events as ev
 from orchestrator.engine.builtins import ContextView, context_info, edit_context, validate_finish
 from orchestrator.engine.context import truncate_text
+from orchestrator.engine.inspection import (
+    list_role_messages,
+    read_message_window,
+    read_run_log,
+    recent_role_tool_calls,
+    search_role_blocks,
+    search_run_log,
+)
 from orchestrator.engine.state import PendingTurn, RoleFrame
 from orchestrator.runlog.events import Message, ResultCard, ToolCall, ToolResult
 from orchestrator.tools.base import NativeTool, ToolContext, ToolOutcome, failure, success
@@ -28,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["ToolCalls", "encode_json", "tool_message"]
 
 _encoder = msgspec.json.Encoder()
+_INSPECTION = frozenset({"list_role_messages", "read_message_window", "search_role_blocks", "recent_role_tool_calls"})
 
 
 def encode_json(value: object) -> str:
@@ -98,15 +108,102 @@ class ToolCalls:
             target = self._target(frame, arguments.get("targetRole"))
             view = ContextView(run.settings.deployment.model.context_window or 0, run.budget)
             if name == "context_info":
-                return context_info(view, frame, target), None
+                outcome = context_info(view, frame, target)
+                if isinstance(target, RoleFrame) and outcome.result.ok:
+                    run.log.emit(ev.observe(target, name))
+                return outcome, None
             attempts = run.settings.deployment.executor.max_compaction_attempts
             return edit_context(view, frame, target, arguments["operations"], max_attempts=attempts), None
+        if name in _INSPECTION:
+            return ToolOutcome(self._inspect(frame, name, arguments)), None
+        if name == "read_run_log":
+            return ToolOutcome(read_run_log(run.log.path, arguments.get("offset", 0), arguments.get("limit", 50))), None
+        if name == "search_run_log":
+            found = search_run_log(run.log.path, arguments["query"], arguments.get("type"), arguments.get("limit", 20))
+            return ToolOutcome(found), None
+        if name == "trigger_interrupt":
+            return ToolOutcome(self._trigger_interrupt(frame, arguments)), None
+        if name == "ask_human":
+            return ToolOutcome(await self._ask_human(frame, arguments)), None
         return ToolOutcome(await self._native(frame, name, arguments)), None
 
-    def _target(self, caller: RoleFrame, target_id: Any) -> RoleFrame | str | None:
-        """Resolve a ``targetRole``: ``None`` for the caller, the suspended frame, or an error message."""
-        if target_id is None or target_id == caller.instance_id:
+    def _inspect(self, frame: RoleFrame, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """A bounded read of a live instance's conversation; emits ``observe`` when it succeeds."""
+        target = self._target(frame, arguments.get("targetRole"), allow_self=True)
+        if isinstance(target, str):
+            return failure("invalid_arguments", target)
+        target = target or frame
+        if name == "list_role_messages":
+            result = list_role_messages(target)
+        elif name == "read_message_window":
+            result = read_message_window(
+                target,
+                int(arguments["index"]),
+                str(arguments["field"]),
+                int(arguments["start"]),
+                int(arguments["end"]),
+            )
+        elif name == "search_role_blocks":
+            result = search_role_blocks(
+                target,
+                str(arguments["pattern"]),
+                kind=str(arguments.get("kind", "substring")),
+                field=arguments.get("field"),
+                max_matches=int(arguments.get("maxMatches", 10)),
+            )
+        else:
+            result = recent_role_tool_calls(target, int(arguments.get("limit", 20)))
+        if result.ok and target is not frame:
+            self._run.log.emit(ev.observe(target, name))
+        return result
+
+    def _trigger_interrupt(self, frame: RoleFrame, arguments: dict[str, Any]) -> ToolResult:
+        """Record a loop-check decision for the instance this handler serves; ``redirect`` injects the
+        reason into that instance's conversation before it resumes."""
+        served = frame.handler_for
+        target_id, action, reason = str(arguments["targetRole"]), str(arguments["action"]), str(arguments["reason"])
+        if served is None:
+            return failure("invalid_arguments", "trigger_interrupt is only for a handler serving a suspended role")
+        if target_id != served:
+            return failure("invalid_arguments", f"targetRole must be {served!r}, the instance this check is about")
+        if action not in ("continue", "redirect", "abort"):
+            return failure("invalid_arguments", "action must be continue, redirect or abort")
+        if action == "redirect" and not reason.strip():
+            return failure("invalid_arguments", "redirect needs a reason: it is what the role will read")
+        registered = self._run.registry.get(served)
+        if registered is None:
+            return failure("invalid_arguments", f"{served!r} is no longer live")
+        self._run.interludes.decisions[frame.instance_id] = (action, reason)
+        if action == "redirect":
+            registered.frame.inbox.append(Message(role="user", content=f"[Platform notice — redirect] {reason}"))
+        return success({"targetRole": served, "action": action})
+
+    async def _ask_human(self, frame: RoleFrame, arguments: dict[str, Any]) -> ToolResult:
+        """Pause this role until the human backend answers (cancellable like any wait)."""
+        human = self._run.human
+        question, context = str(arguments["question"]), arguments.get("context")
+        if not question.strip():
+            return failure("invalid_arguments", "question must not be empty")
+        if human is None:
+            return failure("unavailable", "no human is attached to this run; decide with what you know")
+        question_id = uuid.uuid4().hex
+        self._run.log.emit(ev.ask_human(question_id, question, context, frame))
+        answer = await human.ask(question_id, question, context)
+        self._run.log.emit(ev.human_answer(question_id, answer))
+        return success({"answer": answer})
+
+    def _target(self, caller: RoleFrame, target_id: Any, *, allow_self: bool = False) -> RoleFrame | str | None:
+        """Resolve a ``targetRole``: ``None`` when absent, the suspended frame, or an error message.
+
+        A cross-role target must be registered (so suspended: a finished role is gone) and, for the
+        conversation tools, must not be the caller, which is active rather than suspended.
+        """
+        if target_id is None:
             return None
+        if str(target_id) == caller.instance_id:
+            if allow_self:
+                return None
+            return f"targetRole {target_id!r} is you; omit targetRole to act on your own conversation"
         registered = self._run.registry.get(str(target_id))
         if registered is None:
             live = ", ".join(self._run.registry) or "none"

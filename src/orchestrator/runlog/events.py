@@ -19,6 +19,7 @@ from orchestrator.schema import Base
 __all__ = [
     "EVENT_TYPES",
     "AgentCall",
+    "AskHuman",
     "CardError",
     "ContextBudgetExceeded",
     "ContextCompacted",
@@ -27,14 +28,20 @@ __all__ = [
     "EffortSet",
     "Event",
     "FunctionCall",
+    "HumanAnswer",
     "ImplicitFinish",
+    "InquiryDropped",
+    "Interrupt",
+    "InterruptResolved",
     "InvalidToolCall",
     "LlmCall",
     "LlmCallStart",
     "LlmUnavailable",
     "LogRecord",
     "Message",
+    "Observe",
     "OperatorNotice",
+    "PlanModification",
     "Received",
     "ResultCard",
     "RoleFinished",
@@ -300,6 +307,81 @@ class InvalidToolCall(Event, tag="invalid_tool_call"):
     payload: FailurePayload
 
 
+class InterruptPayload(Base):
+    trigger: str
+    handler: str
+    target: str
+    message: str | None = None
+
+
+class Interrupt(Event, tag="interrupt"):
+    payload: InterruptPayload
+
+
+class InterruptResolvedPayload(Base):
+    trigger: str
+    handler: str
+    target: str
+    action: str
+    handler_status: str | None = None
+    summary: str | None = None
+
+
+class InterruptResolved(Event, tag="interrupt_resolved"):
+    payload: InterruptResolvedPayload
+
+
+class InquiryDroppedPayload(Base):
+    message: str
+    reason: str
+
+
+class InquiryDropped(Event, tag="inquiry_dropped"):
+    payload: InquiryDroppedPayload
+
+
+class PlanModificationPayload(Base):
+    target: str
+    target_role: str
+    message: str
+    aborted: list[str] = []
+
+
+class PlanModification(Event, tag="plan_modification"):
+    payload: PlanModificationPayload
+
+
+class ObservePayload(Base):
+    role: str
+    role_id: str
+    details: str
+
+
+class Observe(Event, tag="observe"):
+    payload: ObservePayload
+
+
+class AskHumanPayload(Base):
+    id: str
+    question: str
+    context: str | None = None
+    role: str | None = None
+    role_id: str | None = None
+
+
+class AskHuman(Event, tag="ask_human"):
+    payload: AskHumanPayload
+
+
+class HumanAnswerPayload(Base):
+    id: str
+    answer: str
+
+
+class HumanAnswer(Event, tag="human_answer"):
+    payload: HumanAnswerPayload
+
+
 class OperatorNoticePayload(Base):
     role: str
     role_id: str
@@ -339,6 +421,13 @@ RunEvent = (
     | InvalidToolCall
     | RunResumed
     | OperatorNotice
+    | Interrupt
+    | InterruptResolved
+    | InquiryDropped
+    | PlanModification
+    | Observe
+    | AskHuman
+    | HumanAnswer
 )
 
 EVENT_TYPES: frozenset[str] = frozenset(

@@ -47,7 +47,8 @@ class RunLog:
     """The run's event log. ``emit`` is the single funnel every event goes through.
 
     ``emit`` is synchronous and atomic per event (one ``write`` of a complete line); it never awaits,
-    so it cannot be interrupted by cancellation half-way. ``listeners`` see each event as written
+    so it cannot be interrupted by cancellation half-way. A listener may itself cause an ``emit``
+    (the nested event is written after the one being delivered). ``listeners`` see each event as written
     (after the level filter) — used by the service for live views; a listener must not raise.
     """
 
@@ -72,10 +73,10 @@ class RunLog:
         event = apply_level(event, self.level)
         self._encoder.encode_into(event, self._buffer)
         self._buffer.extend(b"\n")
-        view = memoryview(self._buffer)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+        with memoryview(self._buffer) as line:
+            written = 0
+            while written < len(line):
+                written += os.write(self._fd, line[written:])
         self.count += 1
         for listener in self.listeners:
             listener(event)

@@ -1,0 +1,215 @@
+"""Handler interludes: suspend the leaf at its safe point, run a fresh handler role, resume the leaf.
+
+One mechanism serves four triggers, each logged as an ``interrupt`` / ``interrupt_resolved`` pair:
+
+- ``context_budget_exceeded``: a context rejection parked on the frame → ``contextHandlerRole``;
+  ``compacted`` (+ a notice) or ``failed`` → the naive backstop.
+- ``context_pressure``: the entry role crossed the pressure threshold → ``contextHandlerRole``;
+  ``compacted`` (+ a notice) or ``failed`` → the handoff notice.
+- ``loop_check``: every N tool calls / N generated tokens (× the effort factor) →
+  ``interruptTriggers.handlerRole``; its ``trigger_interrupt`` decision: ``continue``, ``redirect``,
+  ``abort`` (``continue`` when it decided nothing).
+- ``inquiry``: a queued operator question → ``inquiryHandlerRole``; ``answered`` with its finish
+  summary, or ``failed``.
+
+The handler runs inside the leaf's cancel scope (cancelling the leaf cancels its handler) with
+checkpoint writes suppressed: a restart sees either the interlude's applied effects or re-runs the
+drain. Handlers are exempt from the cadence and never consume operator requests.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from orchestrator.engine import events as ev
+from orchestrator.engine.effort import CADENCE_FACTOR
+from orchestrator.engine.interrupts import notice_text
+from orchestrator.engine.state import RoleFrame
+from orchestrator.runlog.events import CardError, Message, ResultCard
+
+if TYPE_CHECKING:
+    from orchestrator.engine.run import Run
+
+__all__ = ["COMPACTED_NOTICE", "Interludes"]
+
+COMPACTED_NOTICE = "[Platform notice — context compacted] Your conversation was compacted to make room. {summary}"
+
+
+class Interludes:
+    """The safe-point drain of one run: context handlers, the loop-check cadence, operator requests."""
+
+    def __init__(self, run: Run) -> None:
+        self._run = run
+        #: handler instance id → (action, reason) recorded by ``trigger_interrupt``
+        self.decisions: dict[str, tuple[str, str]] = {}
+
+    async def drain(self, frame: RoleFrame) -> ResultCard | None:
+        """Apply what is due at ``frame``'s safe point; a card means the frame must end with it."""
+        if frame.handler_for is not None:
+            return None
+        run = self._run
+        executor = run.settings.deployment.executor
+        if frame.parked_rejection is not None:
+            return await self._context_rejection(frame)
+        if frame.depth == 0 and frame.pressure_notice_due and executor.context_handler_role:
+            frame.pressure_notice_due = False
+            await self._context_pressure(frame)
+        card = await self._loop_check(frame)
+        if card is not None:
+            return card
+        request = run.interrupts.take()
+        if request is not None:
+            await self._operator_request(frame, request.kind, request.message)
+        return None
+
+    # --- the interlude itself --------------------------------------------------------------------
+
+    async def _interlude(
+        self, trigger: str, handler_role: str, target: RoleFrame, task: str, message: str | None = None
+    ) -> tuple[ResultCard, str]:
+        """Run a fresh ``handler_role`` instance against the suspended ``target``; its card and id."""
+        run = self._run
+        run.log.emit(ev.interrupt(trigger, handler_role, target.instance_id, message))
+        if handler_role not in run.settings.guild.roles:
+            missing = f"handler role {handler_role!r} is not declared in the Guild"
+            return ResultCard(status="error", summary=missing, error=CardError(kind="unavailable")), ""
+        if run.cancelled(target):  # a plan modification cut the target while this was being set up
+            stopped = "the suspended role was stopped before its handler could start"
+            return ResultCard(status="error", summary=stopped, error=CardError(kind="interrupted")), ""
+        run.checkpoint_suppressed += 1
+        try:
+            handler = run.new_frame(handler_role, 0, task, None, entry=False)
+            handler.handler_for = target.instance_id
+            run.state.frames.append(handler)
+            run.log.emit(ev.role_start(handler))
+            return await run.run_role(handler), handler.instance_id
+        finally:
+            run.checkpoint_suppressed -= 1
+
+    # --- context ---------------------------------------------------------------------------------
+
+    def _context_task(self, frame: RoleFrame, why: str) -> str:
+        target = frame.instance_id
+        return (
+            f"Role instance {target} (role {frame.role}, depth {frame.depth}) is suspended because {why}. "
+            "Make its conversation smaller. Inspect it with context_info and the inspection tools using "
+            f'targetRole "{target}", then edit it with edit_context using the same targetRole: drop turns that '
+            "no longer matter, replace long tool outputs with short summaries, and strip reasoning only if "
+            f"nothing else is left. Messages 0 to {frame.preamble - 1} are protected. Keep every tool call "
+            "together with its result. When done, finish with status success and a summary, addressed to that "
+            "role, of what you removed and what it should re-read if it needs it."
+        )
+
+    async def _context_rejection(self, frame: RoleFrame) -> ResultCard | None:
+        run = self._run
+        rejection = frame.parked_rejection
+        assert rejection is not None
+        frame.parked_rejection = None
+        handler = run.settings.deployment.executor.context_handler_role or ""
+        reported = f"{rejection.prompt_tokens} tokens" if rejection.prompt_tokens else "more tokens than it holds"
+        task = self._context_task(frame, f"the model endpoint rejected its last request as too long ({reported})")
+        card, _ = await self._interlude("context_budget_exceeded", handler, frame, task)
+        if card.status == "success":
+            run.log.emit(ev.interrupt_resolved("context_budget_exceeded", handler, frame.instance_id, "compacted"))
+            frame.inbox.append(Message(role="user", content=COMPACTED_NOTICE.format(summary=card.summary)))
+            return None
+        run.log.emit(
+            ev.interrupt_resolved(
+                "context_budget_exceeded", handler, frame.instance_id, "failed", handler_status=card.status
+            )
+        )
+        return run.backstop(frame, rejection.prompt_tokens)
+
+    async def _context_pressure(self, frame: RoleFrame) -> None:
+        run = self._run
+        handler = run.settings.deployment.executor.context_handler_role or ""
+        tokens = frame.last_prompt_tokens or 0
+        task = self._context_task(frame, f"its prompt reached {tokens} tokens of a {run.budget}-token budget")
+        card, _ = await self._interlude("context_pressure", handler, frame, task)
+        if card.status == "success":
+            run.log.emit(ev.interrupt_resolved("context_pressure", handler, frame.instance_id, "compacted"))
+            frame.inbox.append(Message(role="user", content=COMPACTED_NOTICE.format(summary=card.summary)))
+        else:
+            run.log.emit(
+                ev.interrupt_resolved(
+                    "context_pressure", handler, frame.instance_id, "failed", handler_status=card.status
+                )
+            )
+            frame.pressure_notice_due = True  # fall back to the handoff notice
+
+    # --- loop check -------------------------------------------------------------------------------
+
+    async def _loop_check(self, frame: RoleFrame) -> ResultCard | None:
+        run = self._run
+        triggers = run.settings.deployment.executor.interrupt_triggers
+        if triggers is None or frame.role == triggers.handler_role:
+            return None
+        factor = CADENCE_FACTOR.get(run.state.effort, 4)
+        calls = frame.tool_calls - frame.loop_check_tool_calls
+        tokens = frame.completion_tokens - frame.loop_check_tokens
+        if calls < triggers.every_tool_calls * factor and tokens < triggers.every_tokens * factor:
+            return None
+        frame.loop_check_tool_calls, frame.loop_check_tokens = frame.tool_calls, frame.completion_tokens
+        task = (
+            f"Check whether role instance {frame.instance_id} (role {frame.role}) is stuck: since the last check it "
+            f"made {calls} tool calls and generated {tokens} tokens. Its task was: {frame.task[:300]!r}. Look at it "
+            f'with the inspection tools (targetRole "{frame.instance_id}"): repeated identical tool calls with the '
+            "same result are a loop. Then call trigger_interrupt once with that targetRole and action continue "
+            "(it is making progress), redirect (with a reason telling it what to do differently) or abort (it "
+            "cannot recover), and finish."
+        )
+        handler = triggers.handler_role
+        card, handler_id = await self._interlude("loop_check", handler, frame, task)
+        action, reason = self.decisions.pop(handler_id, ("continue", ""))
+        run.log.emit(
+            ev.interrupt_resolved(
+                "loop_check",
+                handler,
+                frame.instance_id,
+                action,
+                handler_status=None if card.status == "success" else card.status,
+            )
+        )
+        if action == "abort":
+            return ResultCard(
+                status="error",
+                summary=f"stopped by the loop check: {reason or 'no progress'}",
+                error=CardError(kind="loop_detected", message=reason or None),
+            )
+        return None
+
+    # --- operator requests ------------------------------------------------------------------------
+
+    async def _operator_request(self, frame: RoleFrame, kind: str, message: str) -> None:
+        run = self._run
+        if kind == "notice":
+            root = run.state.frames[0]
+            root.inbox.append(Message(role="user", content=notice_text(message)))
+            run.log.emit(ev.operator_notice(root, message))
+            return
+        handler = run.settings.deployment.executor.inquiry_handler_role
+        if not handler:
+            run.log.emit(ev.inquiry_dropped(message, "executor.inquiryHandlerRole is not configured"))
+            return
+        live = "\n".join(
+            f"- {f.instance_id}: role {f.role}, depth {f.depth}, parent {f.parent_id or '(none)'}"
+            for f in run.state.frames
+            if f.handler_for is None
+        )
+        task = (
+            "The operator asks, word for word:\n\n"
+            f"{message}\n\n"
+            "Answer it from what the run has done so far. The run is paused; these role instances are live, root "
+            f"first:\n{live}\n\nInvestigate read-only (the inspection tools with a targetRole, context_info, the "
+            "run-log readers for roles that already finished, the read-only file tools), then finish with status "
+            "success and the answer as the summary."
+        )
+        card, _ = await self._interlude("inquiry", handler, frame, task, message=message)
+        if card.status == "success":
+            run.log.emit(ev.interrupt_resolved("inquiry", handler, frame.instance_id, "answered", summary=card.summary))
+        else:
+            run.log.emit(
+                ev.interrupt_resolved(
+                    "inquiry", handler, frame.instance_id, "failed", handler_status=card.status, summary=card.summary
+                )
+            )
