@@ -22,6 +22,7 @@ state size, and a turn's write cost does not grow with the run.
 from __future__ import annotations
 
 import os
+import re
 import time
 import zlib
 from pathlib import Path
@@ -56,9 +57,13 @@ class Snapshot(Base):
 
 
 class FrameDelta(Base):
-    header: RoleFrame
+    """One live frame in a journal record. ``header`` (every field but the history) is omitted when it
+    is unchanged since the frame's previous record — a suspended parent costs nothing per child turn."""
+
+    id: str
     base: int
     tail: list[Message]
+    header: RoleFrame | None = None
 
 
 class JournalRecord(Base):
@@ -72,6 +77,7 @@ class CheckpointError(Exception):
 
 
 _encoder = msgspec.json.Encoder()
+_CRC = re.compile(rb"[0-9a-f]{8}")
 _snapshot_decoder = msgspec.json.Decoder(Snapshot)
 _record_decoder = msgspec.json.Decoder(JournalRecord)
 
@@ -97,6 +103,7 @@ class Checkpointer:
         self.journal_bytes = 0
         self.bytes_written = 0
         self._persisted: dict[str, tuple[int, int]] = {}  # instance id -> (history epoch, length)
+        self._headers: dict[str, bytes] = {}  # instance id -> the header bytes last written
         self._journal_fd = -1
         self._pause = _fault_pause()
 
@@ -104,6 +111,7 @@ class Checkpointer:
         """Continue after a recovered checkpoint: the next write is a fresh snapshot."""
         self.seq = seq
         self._persisted.clear()
+        self._headers.clear()
 
     def write(self, state: RunState) -> None:
         """Record ``state`` as the run's newest checkpoint (a journal record, or a snapshot when due)."""
@@ -126,6 +134,7 @@ class Checkpointer:
         self.bytes_written += len(data)
         self._open_journal(truncate=True)
         self._persisted = {f.instance_id: (f.history_epoch, len(f.history)) for f in state.frames}
+        self._headers = {f.instance_id: _encoder.encode(msgspec.structs.replace(f, history=[])) for f in state.frames}
 
     def _open_journal(self, *, truncate: bool) -> None:
         if self._journal_fd >= 0:
@@ -139,12 +148,20 @@ class Checkpointer:
     def _append_record(self, state: RunState) -> None:
         deltas: list[FrameDelta] = []
         persisted: dict[str, tuple[int, int]] = {}
+        headers: dict[str, bytes] = {}
         for frame in state.frames:
             epoch, length = self._persisted.get(frame.instance_id, (-1, 0))
             base = length if epoch == frame.history_epoch and length <= len(frame.history) else 0
             header = msgspec.structs.replace(frame, history=[])
-            deltas.append(FrameDelta(header=header, base=base, tail=frame.history[base:]))
+            encoded = _encoder.encode(header)
+            changed = self._headers.get(frame.instance_id) != encoded
+            deltas.append(
+                FrameDelta(
+                    id=frame.instance_id, base=base, tail=frame.history[base:], header=header if changed else None
+                )
+            )
             persisted[frame.instance_id] = (frame.history_epoch, len(frame.history))
+            headers[frame.instance_id] = encoded
         run = msgspec.structs.replace(state, frames=[])
         body = _encoder.encode(JournalRecord(seq=self.seq, run=run, frames=deltas))
         line = b"%08x " % zlib.crc32(body) + body + b"\n"
@@ -162,6 +179,7 @@ class Checkpointer:
         self.journal_bytes += len(line)
         self.bytes_written += len(line)
         self._persisted = persisted
+        self._headers = headers
 
     def close(self) -> None:
         if self._journal_fd >= 0:
@@ -201,6 +219,8 @@ def load_checkpoint(run_dir: Path) -> tuple[RunState, int]:
         snapshot = _snapshot_decoder.decode(raw)
     except msgspec.DecodeError as exc:
         raise CheckpointError(f"state.json is corrupt: {exc}") from None
+    except RecursionError:
+        raise CheckpointError("state.json is corrupt: nested too deeply") from None
     if snapshot.version != VERSION:
         raise CheckpointError(f"state.json has version {snapshot.version}; this executor reads {VERSION}")
     state, seq = snapshot.state, snapshot.seq
@@ -222,14 +242,15 @@ def load_checkpoint(run_dir: Path) -> tuple[RunState, int]:
 
 
 def _decode_record(line: bytes) -> JournalRecord | None:
-    if len(line) < 10 or line[8:9] != b" ":
+    """A journal line's record, or ``None`` when it is torn, fails its checksum or does not decode."""
+    if len(line) < 10 or line[8:9] != b" " or not _CRC.fullmatch(line[:8]):
         return None
     body = line[9:]
+    if int(line[:8], 16) != zlib.crc32(body):
+        return None
     try:
-        if int(line[:8], 16) != zlib.crc32(body):
-            return None
         return _record_decoder.decode(body)
-    except (ValueError, msgspec.DecodeError):
+    except (msgspec.DecodeError, RecursionError):
         return None
 
 
@@ -238,11 +259,15 @@ def _apply(state: RunState, record: JournalRecord) -> RunState | None:
     previous = {f.instance_id: f for f in state.frames}
     frames: list[RoleFrame] = []
     for delta in record.frames:
-        before = previous.get(delta.header.instance_id)
-        if delta.base and (before is None or len(before.history) < delta.base):
+        before = previous.get(delta.id)
+        if (delta.base or delta.header is None) and before is None:
+            return None
+        if before is not None and len(before.history) < delta.base:
             return None
         kept = before.history[: delta.base] if before is not None else []
-        frames.append(msgspec.structs.replace(delta.header, history=kept + delta.tail))
+        header = delta.header if delta.header is not None else before
+        assert header is not None
+        frames.append(msgspec.structs.replace(header, history=kept + delta.tail))
     return msgspec.structs.replace(record.run, frames=frames)
 
 

@@ -80,5 +80,5 @@ def read_meta(run_dir: Path) -> RunMeta | None:
     """The run's meta, or ``None`` when missing or unreadable (a torn or foreign file is not fatal)."""
     try:
         return _meta_decoder.decode((run_dir / "meta.json").read_bytes())
-    except (OSError, msgspec.DecodeError):
+    except (OSError, msgspec.DecodeError, RecursionError):
         return None
