@@ -39,6 +39,8 @@ from orchestrator.tools.base import NativeTool, failure, success
 __all__ = ["BUILTIN_TOOLS", "DeltaSink", "Run", "StreamDelta"]
 
 BUILTIN_TOOLS = frozenset({"agent", "finish", "context_info", "edit_context"})
+#: A role declaring any of these can change the workspace (``write_plan`` and ``edit_context`` cannot).
+WRITE_TOOLS = frozenset({"write_file", "run_shell", "typecheck", "test"})
 MAX_CONSECUTIVE_REJECTIONS = 3
 
 PRESSURE_NOTICE = (
@@ -103,6 +105,9 @@ class Run:
         #: > 0 while a handler interlude is on the stack: its effects land in the next write.
         self.checkpoint_suppressed = 0
         self.registry: dict[str, _Registered] = {}
+        #: Set by the host for queue-dispatched runs: an ``ask_human`` before any writing role started
+        #: parks the run (``needs_clarification``) instead of waiting. Never persisted: a resumed run waits.
+        self.queue_tracked = False
         #: instance ids a plan modification cut (a frame not yet registered is cut as it registers)
         self._aborted: set[str] = set()
         self._model_lock = trio.Lock()
@@ -127,7 +132,10 @@ class Run:
         Only the entry role (by default: the frame without a parent) gets the effort directive.
         """
         self.state.registry_counter += 1
-        history = [Message(role="system", content=self.settings.guild.roles[role].system_prompt)]
+        definition = self.settings.guild.roles[role]
+        if WRITE_TOOLS.intersection(definition.tools):
+            self.state.write_started = True
+        history = [Message(role="system", content=definition.system_prompt)]
         effort = None
         if parent is None if entry is None else entry:
             effort = self.state.effort
@@ -237,6 +245,8 @@ class Run:
         while True:
             if self.cancelled(frame):
                 return None
+            if self.state.park_question is not None:
+                return self._park_card()
             card = await self._safe_point(frame)
             if card is not None:
                 return card
@@ -270,6 +280,9 @@ class Run:
                 frame.history.append(Message(role="user", content=PRESSURE_NOTICE))
         self.checkpoint()
         return None
+
+    def _park_card(self) -> ResultCard:
+        return ResultCard(status="needs_clarification", summary=f"waiting for an answer to: {self.state.park_question}")
 
     def modify_plan(self, message: str) -> tuple[RoleFrame, list[str]] | None:
         """Apply an operator plan modification now: every live chain member below the plan owner ends
@@ -438,6 +451,8 @@ class Run:
         while len(pending.results) < len(calls):
             if self.cancelled(frame):
                 return None
+            if self.state.park_question is not None:
+                return self._park_card()
             call = calls[len(pending.results)]
             if pending.finish_card is not None:
                 output = failure("unavailable", "not run: the role had already finished")

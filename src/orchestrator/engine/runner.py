@@ -36,11 +36,14 @@ from orchestrator.tools import NativeTool, default_native_tools
 
 __all__ = [
     "InvalidContinuation",
+    "PreparedRun",
     "RunOutcome",
     "RunRequest",
     "RunServices",
     "continuation_briefing",
+    "execute_prepared",
     "execute_run",
+    "prepare_run",
     "resume_run",
 ]
 
@@ -78,6 +81,8 @@ class RunServices:
     human: HumanBackend | None = None
     #: Called with the live ``Run`` once it exists (the service keeps it to route operator requests).
     on_run: Callable[[Run], None] | None = None
+    #: Queue-dispatched runs park an early ``ask_human`` instead of waiting (see docs/queueing.md).
+    queue_tracked: bool = False
 
 
 class InvalidContinuation(ValueError):
@@ -141,6 +146,7 @@ async def _drive(
                     interrupts=services.interrupts,
                     human=services.human,
                 )
+                run.queue_tracked = services.queue_tracked
                 if services.on_run is not None:
                     services.on_run(run)
                 return await (run.execute(task) if task is not None else run.resume())
@@ -157,23 +163,32 @@ def _finish(run_dir: Path, meta: RunMeta, card: ResultCard) -> None:
     delete_checkpoint(run_dir)
 
 
-async def execute_run(
-    settings: Settings,
-    workspace: Path,
-    request: RunRequest,
-    services: RunServices | None = None,
-    *,
-    now: datetime | None = None,
-) -> RunOutcome:
-    """Create the run folder, run the Guild on ``request.task`` and write the terminal meta.
+@dataclass
+class PreparedRun:
+    """A run whose folder and ``running`` meta exist, ready to execute."""
 
-    Raises ``InvalidContinuation`` or ``RunIdCollision`` before anything is written.
+    run_id: str
+    run_dir: Path
+    meta: RunMeta
+    state: RunState
+    task: str
+
+
+def prepare_run(
+    settings: Settings, workspace: Path, request: RunRequest, *, now: datetime | None = None, briefing: str = ""
+) -> PreparedRun:
+    """Create the run folder and its ``running`` meta (synchronous: the caller learns the id at once).
+
+    ``briefing`` (the queue's interim briefing) is appended below the task, after any continuation
+    block; neither reaches ``meta.task``. Raises ``InvalidContinuation`` or ``RunIdCollision`` before
+    anything is written.
     """
-    services = services or RunServices()
     task = request.task
     if request.continues_from:
-        briefing, _ = continuation_briefing(workspace, request.continues_from)
-        task = f"{request.task}\n\n{briefing}"
+        block, _ = continuation_briefing(workspace, request.continues_from)
+        task = f"{task}\n\n{block}"
+    if briefing:
+        task = f"{task}\n\n{briefing}"
     run_id = new_run_id(now or datetime.now(UTC))
     run_dir = create_run_dir(workspace, run_id)
     meta = RunMeta(
@@ -188,10 +203,33 @@ async def execute_run(
     )
     write_meta(run_dir, meta)
     state = RunState(run_id=run_id, started_at=meta.start_time, log_level=request.log_level, effort=request.effort)
-    checkpointer = Checkpointer(run_dir, durable=services.durable)
-    card = await _drive(settings, workspace, run_dir, state, services, checkpointer, task)
-    _finish(run_dir, meta, card)
-    return RunOutcome(run_id=run_id, run_dir=run_dir, card=card, meta=meta)
+    return PreparedRun(run_id=run_id, run_dir=run_dir, meta=meta, state=state, task=task)
+
+
+async def execute_prepared(
+    settings: Settings, workspace: Path, prepared: PreparedRun, services: RunServices | None = None
+) -> RunOutcome:
+    """Run a prepared run to its card and write the terminal meta."""
+    services = services or RunServices()
+    checkpointer = Checkpointer(prepared.run_dir, durable=services.durable)
+    card = await _drive(settings, workspace, prepared.run_dir, prepared.state, services, checkpointer, prepared.task)
+    _finish(prepared.run_dir, prepared.meta, card)
+    return RunOutcome(run_id=prepared.run_id, run_dir=prepared.run_dir, card=card, meta=prepared.meta)
+
+
+async def execute_run(
+    settings: Settings,
+    workspace: Path,
+    request: RunRequest,
+    services: RunServices | None = None,
+    *,
+    now: datetime | None = None,
+) -> RunOutcome:
+    """Create the run folder, run the Guild on ``request.task`` and write the terminal meta.
+
+    Raises ``InvalidContinuation`` or ``RunIdCollision`` before anything is written.
+    """
+    return await execute_prepared(settings, workspace, prepare_run(settings, workspace, request, now=now), services)
 
 
 async def resume_run(

@@ -98,3 +98,8 @@ class RunState(Base):
     learned_ceiling: int | None = None
     frames: list[RoleFrame] = []
     final: FinishedRoot | None = None
+    #: Flips (never back) when a write-capable role starts; before that a queued run parks questions.
+    write_started: bool = False
+    #: A parked ``ask_human`` question: once set, no tool runs and no request is sent; every role
+    #: on the stack finishes ``needs_clarification``.
+    park_question: str | None = None

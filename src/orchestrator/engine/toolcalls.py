@@ -184,9 +184,15 @@ class ToolCalls:
         question, context = str(arguments["question"]), arguments.get("context")
         if not question.strip():
             return failure("invalid_arguments", "question must not be empty")
+        question_id = uuid.uuid4().hex
+        run = self._run
+        if run.queue_tracked and not run.state.write_started:
+            # Nothing was written yet: park the run so the question waits in the queue, not in a process.
+            run.log.emit(ev.ask_human(question_id, question, context, frame))
+            run.state.park_question = question
+            return success({"parked": True, "note": "the run stops here until the operator answers"})
         if human is None:
             return failure("unavailable", "no human is attached to this run; decide with what you know")
-        question_id = uuid.uuid4().hex
         self._run.log.emit(ev.ask_human(question_id, question, context, frame))
         answer = await human.ask(question_id, question, context)
         self._run.log.emit(ev.human_answer(question_id, answer))
