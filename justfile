@@ -19,7 +19,11 @@ lint:
     {{bin}}/ruff check src tests bench fuzz
     {{bin}}/ruff format --check src tests bench fuzz || true
 
-# run the built-in simulated model and a small demo task through the engine
+# serve the web UI and API on this directory against the configured model (http://127.0.0.1:8080)
+serve *ARGS:
+    {{py}} -m orchestrator serve {{ARGS}}
+
+# the service on the built-in simulated model, with a demo run (--once: just the run, in the terminal)
 demo *ARGS:
     {{py}} -m orchestrator demo {{ARGS}}
 
@@ -42,3 +46,7 @@ bench:
 # property-based fuzzing of the parsers (longer than the fuzz tests inside ./dev test)
 fuzz *ARGS:
     HYPOTHESIS_PROFILE=fuzz {{bin}}/pytest -q fuzz {{ARGS}}
+
+# the crash harness: SIGKILL a run N times at random instants and resume it (default 50)
+crash N="50":
+    CRASH_KILLS={{N}} {{bin}}/pytest -q tests/crash -p no:randomly -s

@@ -68,6 +68,15 @@ def _human(args: argparse.Namespace) -> HumanBackend | None:
     return Terminal() if sys.stdin.isatty() else None
 
 
+def _add_serve_args(parser: argparse.ArgumentParser) -> None:
+    if not any(a.dest == "workspace" for a in parser._actions):
+        parser.add_argument("--workspace", metavar="DIR", help="project the runs work in")
+        _add_config_args(parser)
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8080, help="port to bind (default 8080; 0 picks a free one)")
+    parser.add_argument("--port-file", metavar="PATH", help="write the bound port here once listening")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="orchestrator", description="Adaptive Orchestrator")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -80,9 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_args(resume)
     resume.add_argument("--json", action="store_true", help="print the result card as JSON")
     resume.add_argument("--answers", metavar="FILE", help="JSON object of question → answer for ask_human")
-    demo = commands.add_parser("demo", help="run a demo task against the built-in simulated model")
+    serve = commands.add_parser("serve", help="serve the web UI and HTTP API (the main job)")
+    _add_serve_args(serve)
+    serve.set_defaults(workspace=".")
+    demo = commands.add_parser("demo", help="the service on the built-in simulated model, with a demo run")
     _add_run_args(demo)
+    _add_serve_args(demo)
     demo.set_defaults(workspace="demo-workspace")
+    demo.add_argument("--once", action="store_true", help="run the demo task in the terminal instead of serving")
     demo.add_argument("task", nargs="?", default="Write a greeting into hello.txt and make sure it is there.")
     check = commands.add_parser("check", help="print the resolved configuration, or what is wrong with it")
     _add_config_args(check)
@@ -106,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
             return trio.run(_demo, args, env)
         if args.command == "resume":
             return trio.run(_resume, args, env)
+        if args.command == "serve":
+            return trio.run(_serve, args, env)
         return trio.run(_run, args, env)
     except ConfigError as exc:
         _print_problems(exc)
@@ -224,8 +240,26 @@ def _print_outcome(outcome: RunOutcome, as_json: bool) -> None:
     print(f"  log: {outcome.run_dir / 'log.jsonl'}")
 
 
-async def _demo(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    """Serve the bundled sim script on a free loopback port and run the demo task through it."""
-    from orchestrator.demo import run_demo
+async def _serve(args: argparse.Namespace, env: Mapping[str, str], initial_task: str | None = None) -> int:
+    from orchestrator.service.serve import serve_main
 
-    return await run_demo(args, env, settings_loader=_settings, execute=_execute, request_for=_request)
+    return await serve_main(
+        workspace=Path(args.workspace).resolve(),
+        host=args.host,
+        port=args.port,
+        port_file=Path(args.port_file) if args.port_file else None,
+        guild=args.guild,
+        deployment=args.deployment,
+        env=env,
+        initial_task=initial_task,
+    )
+
+
+async def _demo(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """The bundled sim script on a free loopback port; then either the service pointed at it with the
+    demo task submitted (default), or one run of the demo task in the terminal (``--once``)."""
+    from orchestrator.demo import run_demo, serve_demo
+
+    if args.once:
+        return await run_demo(args, env, settings_loader=_settings, execute=_execute, request_for=_request)
+    return await serve_demo(args, env, serve=_serve)

@@ -21,7 +21,7 @@ from orchestrator.llm import timeouts_from_env
 from orchestrator.runlog.events import RoleFinished, RoleStart, RunEvent, ToolCallEvent
 from orchestrator.sim import load_script, serve_sim
 
-__all__ = ["run_demo"]
+__all__ = ["run_demo", "serve_demo"]
 
 
 def _script_bytes() -> bytes:
@@ -84,5 +84,22 @@ async def run_demo(
         narrator = _Narrator()
         services = RunServices(timeouts=timeouts_from_env(env), on_delta=narrator.delta, log_listeners=[narrator.event])
         code = await execute(settings, workspace, request_for(args, settings, workspace), services, args.json, env)
+        nursery.cancel_scope.cancel()
+    return code
+
+
+async def serve_demo(args: argparse.Namespace, env: Mapping[str, str], *, serve: Callable[..., Awaitable[int]]) -> int:
+    """The service on the sim, in a demo workspace, with the demo task submitted; until SIGINT/SIGTERM."""
+    script = load_script(_script_bytes())
+    workspace = Path(args.workspace).resolve()
+    workspace.mkdir(parents=True, exist_ok=True)
+    args.workspace = str(workspace)
+    async with trio.open_nursery() as nursery:
+        base_url = await nursery.start(serve_sim, script)
+        print(f"demo: simulated model at {base_url}; workspace {workspace}", file=sys.stderr)
+        discovered = ("ORCHESTRATOR_MODEL", "ORCHESTRATOR_MODEL_CONTEXT_WINDOW")
+        demo_env = {k: v for k, v in env.items() if k not in discovered}
+        demo_env["ORCHESTRATOR_API_BASE"] = base_url
+        code = await serve(args, demo_env, initial_task=args.task)
         nursery.cancel_scope.cancel()
     return code

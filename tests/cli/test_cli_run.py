@@ -88,7 +88,7 @@ async def test_check_prints_the_resolved_configuration_without_secrets(tmp_path:
 
 
 async def test_demo_runs_out_of_the_box_on_the_built_in_sim(tmp_path: Path) -> None:
-    done = await _orchestrator("demo", "--workspace", str(tmp_path / "ws"), "--json")
+    done = await _orchestrator("demo", "--once", "--workspace", str(tmp_path / "ws"), "--json")
     assert done.returncode == 0, done.stderr.decode()
     assert json.loads(done.stdout)["status"] == "success"
     assert (tmp_path / "ws" / "hello.txt").read_text().startswith("Hello from the Adaptive Orchestrator demo")

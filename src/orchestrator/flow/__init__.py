@@ -1,0 +1,44 @@
+"""The run's flow model: log events → ``InteractionModel`` (pure), kept current incrementally.
+
+- ``build_model`` / ``fold`` + ``finalize``: the adapter (``adapter.py``) over ``FlowState``.
+- ``FlowIndex``: per-run incremental folding of ``log.jsonl`` (``incremental.py``).
+- ``operation_details``: an operation's Markdown detail body, on demand (``details.py``).
+- ``scenario_manifest`` / ``scenario_frame`` / ``scenario_details``: the demo harness (``scenarios.py``).
+
+See docs/visualization.md.
+"""
+
+from orchestrator.flow.adapter import CONTROL_TOOLS, build_model, finalize, fold
+from orchestrator.flow.details import operation_details, render_details
+from orchestrator.flow.incremental import FlowIndex
+from orchestrator.flow.model import (
+    InteractionModel,
+    Metrics,
+    Operation,
+    Participant,
+    StackRecord,
+    run_status,
+)
+from orchestrator.flow.scenarios import ScenarioSummary, scenario_details, scenario_frame, scenario_manifest
+from orchestrator.flow.state import FlowState
+
+__all__ = [
+    "CONTROL_TOOLS",
+    "FlowIndex",
+    "FlowState",
+    "InteractionModel",
+    "Metrics",
+    "Operation",
+    "Participant",
+    "ScenarioSummary",
+    "StackRecord",
+    "build_model",
+    "finalize",
+    "fold",
+    "operation_details",
+    "render_details",
+    "run_status",
+    "scenario_details",
+    "scenario_frame",
+    "scenario_manifest",
+]

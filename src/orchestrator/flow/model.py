@@ -1,0 +1,101 @@
+"""The ``InteractionModel`` wire shapes: what ``GET /api/runs/:id/flow`` serves and both views read.
+
+These Structs do **not** use ``Base``: the model's nullable fields (``settledAt``, ``outcome``,
+``metrics``) are part of the contract and must appear as ``null`` rather than be omitted. They are frozen
+so finalized operations can be shared between successive models of an incrementally folded run.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "MAIN_STACK",
+    "ROOT_ID",
+    "RUN_STATUSES",
+    "InteractionModel",
+    "Lifecycle",
+    "Metrics",
+    "Operation",
+    "OperationKind",
+    "Outcome",
+    "Participant",
+    "ParticipantKind",
+    "RunStatus",
+    "StackRecord",
+    "run_status",
+]
+
+ParticipantKind = Literal["human", "interrupt", "role", "tool"]
+OperationKind = Literal["call", "return", "observe", "terminate"]
+Lifecycle = Literal["in_flight", "settled"]
+Outcome = Literal["success", "error", "terminated"]
+RunStatus = Literal["running", "success", "error", "needs_clarification", "interrupted", "unknown"]
+
+ROOT_ID = "human:root"
+MAIN_STACK = "main"
+RUN_STATUSES: frozenset[str] = frozenset(
+    {"running", "success", "error", "needs_clarification", "interrupted", "unknown"}
+)
+#: Statuses under which open work is still in flight at ``now`` (the run may still produce events).
+ACTIVE_STATUSES: frozenset[str] = frozenset({"running", "needs_clarification", "unknown"})
+
+
+class _Wire(msgspec.Struct, kw_only=True, rename="camel", frozen=True):
+    """camelCase, every field always present (``None`` encodes as ``null``)."""
+
+
+class Participant(_Wire):
+    id: str
+    role: str
+    kind: ParticipantKind
+
+
+class Metrics(_Wire):
+    tokens: int
+    cached_prompt_tokens: int
+    elapsed_seconds: int | None
+
+
+class Operation(_Wire):
+    id: str
+    kind: OperationKind
+    stack: str
+    source: str
+    destination: str
+    started_at: str
+    settled_at: str | None
+    lifecycle: Lifecycle
+    outcome: Outcome | None
+    metrics: Metrics | None
+
+
+class StackRecord(_Wire):
+    id: str
+    root: str
+
+
+class InteractionModel(_Wire):
+    """The run's flow model.
+
+    ``activeStack`` / ``activeParticipant`` are the single invariant (see docs/visualization.md),
+    derived once here so no view re-derives it: the stack whose lines animate, and the participant
+    currently holding the turn.
+    """
+
+    participants: list[Participant]
+    operations: list[Operation]
+    status: RunStatus
+    stacks: list[StackRecord]
+    active_stack: str
+    active_participant: str
+
+
+def run_status(meta_status: str | None) -> RunStatus:
+    """The model status for a meta status; missing, unreadable or unrecognised meta → ``unknown``."""
+    if meta_status in RUN_STATUSES:
+        return meta_status  # type: ignore[return-value]
+    return "unknown"

@@ -1,0 +1,434 @@
+"""The HTTP API, the live stream and the static UI: a Quart-Trio app over one ``Service``.
+
+Error bodies are ``{"ok": false, "error": <code>}`` with the codes of the seed (``invalid_body``,
+``not_found``, ``run_in_progress``, ``run_id_collision``, ``run_not_active``, ``status_forbidden``,
+``no_run``). Every derivation lives in pure modules (``views``, ``flow``, ``queue``); handlers only
+parse, call and encode.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from importlib import resources
+from typing import Any
+
+import msgspec
+import trio
+from quart import Response, request, websocket
+from quart_trio import QuartTrio
+
+from orchestrator.engine.effort import EFFORT_TIERS
+from orchestrator.engine.runfolder import RunIdCollision, read_meta, runs_root
+from orchestrator.engine.runner import InvalidContinuation, continuation_briefing
+from orchestrator.flow import scenario_details, scenario_frame, scenario_manifest
+from orchestrator.projectsettings import ProjectSettings, read_project_settings, write_project_settings
+from orchestrator.runlog.writer import utc_timestamp
+from orchestrator.service import queue as q
+from orchestrator.service.core import RunInProgress, Service
+from orchestrator.service.runindex import RunIndexes
+from orchestrator.service.views import (
+    event_detail,
+    latest_run_id,
+    list_runs,
+    log_text,
+    log_window,
+    parse_window_params,
+    read_text,
+    run_view,
+)
+
+__all__ = ["create_app"]
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder()
+LOG_LEVELS = ("full", "standard")
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    return Response(_encoder.encode(value), status=status, content_type="application/json")
+
+
+def _error(code: str, status: int) -> Response:
+    return _json({"ok": False, "error": code}, status)
+
+
+async def _body() -> dict[str, Any] | None:
+    """The JSON object body, or ``None`` when it is not one (→ 400 invalid_body)."""
+    try:
+        value = _decoder.decode(await request.get_data(as_text=False) or b"null")
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _optional_str(body: dict[str, Any], key: str, allowed: tuple[str, ...]) -> tuple[bool, str | None]:
+    value = body.get(key)
+    if value is None:
+        return True, None
+    return (isinstance(value, str) and value in allowed), value if isinstance(value, str) else None
+
+
+def _static(name: str) -> bytes:
+    return resources.files("orchestrator.web").joinpath("static", name).read_bytes()
+
+
+def create_app(service: Service) -> QuartTrio:
+    """Build the app for ``service`` (no module-level app, no globals)."""
+    app = QuartTrio(__name__, static_folder=None)
+    indexes = RunIndexes(runs_root(service.workspace))
+
+    def now() -> datetime:
+        return datetime.now(UTC)
+
+    # --- pages and assets -------------------------------------------------------------------------
+
+    @app.get("/")
+    async def index() -> Response:
+        page = _static("index.html").decode().replace("{{TITLE}}", _escape(service.title))
+        return Response(page, content_type="text/html; charset=utf-8", headers={"cache-control": "no-store"})
+
+    @app.get("/favicon.ico")
+    async def favicon() -> Response:
+        return Response("", status=204)
+
+    @app.get("/static/<path:name>")
+    async def static_asset(name: str) -> Response:
+        if "/" in name or name.startswith("."):
+            return _error("not_found", 404)
+        try:
+            data = _static(name)
+        except (FileNotFoundError, IsADirectoryError):
+            return _error("not_found", 404)
+        kind = {"js": "text/javascript", "css": "text/css", "html": "text/html", "svg": "image/svg+xml"}.get(
+            name.rsplit(".", 1)[-1], "application/octet-stream"
+        )
+        return Response(data, content_type=kind, headers={"cache-control": "no-store"})
+
+    # --- configuration and settings ---------------------------------------------------------------
+
+    @app.get("/api/config")
+    async def config() -> Response:
+        settings = service.settings
+        guild = settings.guild
+        executor = msgspec.to_builtins(settings.deployment.executor)
+        return _json(
+            {
+                "model": {
+                    "name": settings.deployment.model.name,
+                    "contextWindow": settings.deployment.model.context_window,
+                },
+                "executor": executor,
+                "entryRole": guild.entry_role,
+                "roles": {
+                    name: {
+                        "tools": role.tools,
+                        "label": role.label,
+                        "description": role.description,
+                        "workingLabel": role.working_label,
+                    }
+                    for name, role in guild.roles.items()
+                },
+                "tools": {
+                    name: {
+                        "humanLabel": tool.human_label,
+                        "humanDescription": tool.human_description,
+                        "humanCallLabel": tool.human_call_label,
+                        "humanWorkingLabel": tool.human_working_label,
+                    }
+                    for name, tool in guild.tools.items()
+                },
+                **({"visualization": guild.visualization} if guild.visualization is not None else {}),
+                "build": service.build,
+            }
+        )
+
+    @app.get("/api/settings")
+    async def get_settings() -> Response:
+        current = read_project_settings(service.workspace)
+        return _json({"effort": current.effort, "logLevel": current.log_level})
+
+    @app.put("/api/settings")
+    async def put_settings() -> Response:
+        body = await _body()
+        if body is None or body.get("effort") not in EFFORT_TIERS:
+            return _error("invalid_body", 400)
+        ok, level = _optional_str(body, "logLevel", LOG_LEVELS)
+        if not ok:
+            return _error("invalid_body", 400)
+        stored = ProjectSettings(effort=body["effort"], log_level=level)  # type: ignore[arg-type]
+        write_project_settings(service.workspace, stored)
+        return _json({"effort": stored.effort, "logLevel": stored.log_level})
+
+    # --- runs -------------------------------------------------------------------------------------
+
+    @app.post("/api/runs")
+    async def post_run() -> Response:
+        body = await _body()
+        if body is None or not isinstance(body.get("task"), str) or not body["task"].strip():
+            return _error("invalid_body", 400)
+        ok_effort, effort = _optional_str(body, "effort", EFFORT_TIERS)
+        ok_level, level = _optional_str(body, "logLevel", LOG_LEVELS)
+        continues_from = body.get("continuesFrom")
+        if not (ok_effort and ok_level) or (continues_from is not None and not isinstance(continues_from, str)):
+            return _error("invalid_body", 400)
+        if continues_from is not None:
+            try:
+                continuation_briefing(service.workspace, continues_from)
+            except InvalidContinuation:
+                return _error("invalid_body", 400)
+        if not service.gate_open:
+            return _json({"ok": False, "error": "shutting_down"}, 503)
+        try:
+            run_id = await service.submit_run(
+                body["task"], effort=effort, log_level=level, continues_from=continues_from
+            )
+        except RunInProgress:
+            return _error("run_in_progress", 409)
+        except RunIdCollision:
+            return _error("run_id_collision", 409)
+        return _json({"runId": run_id}, 201)
+
+    @app.get("/api/runs")
+    async def get_runs() -> Response:
+        return _json(list_runs(service.workspace))
+
+    def _known(run_id: str) -> bool:
+        run_dir = runs_root(service.workspace) / run_id
+        return (
+            bool(run_id)
+            and "/" not in run_id
+            and ((run_dir / "meta.json").exists() or (run_dir / "log.jsonl").exists())
+        )
+
+    def _view(run_id: str) -> Response:
+        if not _known(run_id):
+            return _error("not_found", 404)
+        run_dir = runs_root(service.workspace) / run_id
+        active = service.active
+        view = run_view(
+            run_id,
+            read_meta(run_dir),
+            indexes.get(run_id).aggregate,
+            plan=read_text(run_dir / "plan.md"),
+            interrupt_pending=active is not None and active.run_id == run_id and active.interrupt_pending,
+            now=now(),
+        )
+        return _json(view)
+
+    @app.get("/api/runs/<run_id>")
+    async def get_run(run_id: str) -> Response:
+        return _view(run_id)
+
+    @app.get("/api/run")
+    async def get_latest() -> Response:
+        run_id = latest_run_id(service.workspace)
+        if run_id is None:
+            return _error("no_run", 404)
+        return _view(run_id)
+
+    @app.get("/api/runs/<run_id>/log")
+    async def get_log(run_id: str) -> Response:
+        if not _known(run_id):
+            return _error("not_found", 404)
+        index = indexes.get(run_id)
+        params = parse_window_params(request.args)
+        if params.detail is not None:
+            detail = event_detail(index, params.detail, agg=index.aggregate)
+            return _json(detail) if detail is not None else _error("not_found", 404)
+        window = log_window(
+            index, offset=params.offset, limit=params.limit, instance=params.instance, agg=index.aggregate
+        )
+        if params.format == "text":
+            body, filename = log_text(run_id, window["events"])
+            return Response(
+                body,
+                content_type="text/plain; charset=utf-8",
+                headers={"content-disposition": f'attachment; filename="{filename}"'},
+            )
+        return _json({"runId": run_id, **window})
+
+    def _flow(run_id: str) -> Response:
+        if not _known(run_id):
+            return _error("not_found", 404)
+        index = indexes.get(run_id)
+        operation = request.args.get("operation")
+        if operation is not None:
+            try:
+                return _json({"operationId": operation, "details": index.details(operation)})
+            except KeyError:
+                return _error("not_found", 404)
+        meta = read_meta(runs_root(service.workspace) / run_id)
+        return _json(index.model(meta.status if meta else None, utc_timestamp()))
+
+    @app.get("/api/runs/<run_id>/flow")
+    async def get_flow(run_id: str) -> Response:
+        return _flow(run_id)
+
+    @app.get("/api/run/flow")
+    async def get_latest_flow() -> Response:
+        run_id = latest_run_id(service.workspace)
+        return _flow(run_id) if run_id is not None else _error("no_run", 404)
+
+    @app.post("/api/runs/<run_id>/interrupt")
+    async def post_interrupt(run_id: str) -> Response:
+        body = await _body()
+        kind, message = (body or {}).get("kind"), (body or {}).get("message")
+        if (
+            body is None
+            or kind not in ("inquiry", "plan_modification")
+            or not isinstance(message, str)
+            or not message.strip()
+        ):
+            return _error("invalid_body", 400)
+        active = service.active
+        if active is None or active.run_id != run_id:
+            return _error("run_not_active", 409)
+        if kind == "inquiry":
+            active.interrupts.post_inquiry(message)
+        elif active.run is not None:
+            active.run.modify_plan(message)
+        return _json({"ok": True}, 202)
+
+    # --- human questions ---------------------------------------------------------------------------
+
+    @app.get("/api/questions")
+    async def get_questions() -> Response:
+        return _json(service.questions.list())
+
+    @app.post("/api/answer")
+    async def post_answer() -> Response:
+        body = await _body()
+        if body is None or not isinstance(body.get("id"), str) or not isinstance(body.get("answer"), str):
+            return _error("invalid_body", 400)
+        if not service.questions.answer(body["id"], body["answer"]):
+            return _error("not_found", 404)
+        return _json({"ok": True})
+
+    # --- the queue ---------------------------------------------------------------------------------
+
+    async def _transition(event: Any, status: int = 200) -> Response:
+        try:
+            effects = await service.queue.apply(lambda items: q.transition(items, event, now()))
+        except q.QueueError as exc:
+            return _error(exc.code, {"not_found": 404, "status_forbidden": 409}.get(exc.code, 400))
+        if effects.tick:
+            await _tick()
+        item = effects.item
+        return _json(msgspec.to_builtins(item) if item is not None else {"ok": True}, status)
+
+    async def _tick() -> None:
+        try:
+            await service.tick()
+        except RunIdCollision:
+            pass  # the item went back to waiting; a later tick retries
+
+    @app.get("/api/queue")
+    async def get_queue() -> Response:
+        return _json(msgspec.to_builtins(service.queue.load()))
+
+    @app.post("/api/queue")
+    async def post_queue() -> Response:
+        body = await _body()
+        if body is None or not isinstance(body.get("task"), str) or not body["task"].strip():
+            return _error("invalid_body", 400)
+        ok, effort = _optional_str(body, "effort", EFFORT_TIERS)
+        if not ok:
+            return _error("invalid_body", 400)
+        return await _transition(q.Enqueue(task=body["task"], effort=effort), 201)
+
+    @app.patch("/api/queue/<item_id>")
+    async def patch_queue(item_id: str) -> Response:
+        body = await _body()
+        if body is None:
+            return _error("invalid_body", 400)
+        try:
+            position = q.parse_position(body["position"]) if "position" in body else None
+        except q.QueueError:
+            return _error("invalid_body", 400)
+        task, effort = body.get("task"), body.get("effort")
+        if (task is not None and (not isinstance(task, str) or not task.strip())) or (
+            effort is not None and effort not in EFFORT_TIERS
+        ):
+            return _error("invalid_body", 400)
+        return await _transition(q.Edit(item_id, task=task, effort=effort, position=position))
+
+    @app.delete("/api/queue/<item_id>")
+    async def delete_queue(item_id: str) -> Response:
+        return await _transition(q.Cancel(item_id))
+
+    @app.post("/api/queue/<item_id>/answer")
+    async def answer_queue(item_id: str) -> Response:
+        body = await _body()
+        if body is None or not isinstance(body.get("answer"), str):
+            return _error("invalid_body", 400)
+        return await _transition(q.Answer(item_id, body["answer"]))
+
+    @app.post("/api/queue/<item_id>/requeue")
+    async def requeue(item_id: str) -> Response:
+        return await _transition(q.Requeue(item_id))
+
+    # --- demo harness ------------------------------------------------------------------------------
+
+    @app.get("/api/demo/scenarios")
+    async def demo_scenarios() -> Response:
+        return _json(msgspec.to_builtins(scenario_manifest()))
+
+    @app.get("/api/demo/flow/<scenario>/<int:frame>")
+    async def demo_frame(scenario: str, frame: int) -> Response:
+        operation = request.args.get("operation")
+        try:
+            if operation is not None:
+                return _json({"operationId": operation, "details": scenario_details(scenario, frame, operation)})
+            return _json(scenario_frame(scenario, frame))
+        except (KeyError, IndexError):
+            return _error("not_found", 404)
+
+    # --- the live stream ---------------------------------------------------------------------------
+
+    @app.websocket("/ws/stream")
+    async def stream() -> None:
+        subscription = service.hub.subscribe()
+        try:
+            async with trio.open_nursery() as nursery:
+
+                async def forward() -> None:
+                    async for payload in subscription.receive:
+                        await websocket.send(payload.decode())
+                    nursery.cancel_scope.cancel()  # dropped as too slow: close the socket
+
+                nursery.start_soon(forward)
+                while True:
+                    message = await websocket.receive()
+                    try:
+                        parsed = _decoder.decode(message)
+                    except (msgspec.DecodeError, RecursionError, TypeError):
+                        continue
+                    if (
+                        isinstance(parsed, dict)
+                        and parsed.get("type") == "subscribe"
+                        and isinstance(parsed.get("runId"), str)
+                    ):
+                        subscription.run_id = parsed["runId"]
+                        await websocket.send(_encoder.encode({"type": "subscribed", "runId": parsed["runId"]}).decode())
+        finally:
+            subscription.close()
+
+    # --- fallbacks ----------------------------------------------------------------------------------
+
+    @app.route("/api/<path:rest>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+    async def unknown_api(rest: str) -> Response:
+        return _error("not_found", 404)
+
+    @app.errorhandler(404)
+    async def not_found(_: Exception) -> Response:
+        return _error("not_found", 404)
+
+    @app.errorhandler(405)
+    async def not_allowed(_: Exception) -> Response:
+        return _error("not_found", 404)
+
+    return app
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")

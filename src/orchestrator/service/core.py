@@ -1,0 +1,317 @@
+"""The service: one run at a time, dispatched from the durable queue; the state every endpoint reads.
+
+``Service`` owns the queue store, the active run (at most one), pending human questions, the live
+stream hub and the shutdown gate. Runs execute as tasks in the service nursery inside their own cancel
+scope; settlement maps the run's meta onto its queue item and ticks the scheduler again.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+
+import trio
+
+from orchestrator.config import Settings
+from orchestrator.engine.reconcile import reconcile_runs
+from orchestrator.engine.run import Run
+from orchestrator.engine.runfolder import RunIdCollision, RunMeta, read_meta, runs_root
+from orchestrator.engine.runner import (
+    PreparedRun,
+    RunOutcome,
+    RunRequest,
+    RunServices,
+    continuation_briefing,
+    execute_prepared,
+    prepare_run,
+    resume_run,
+)
+from orchestrator.llm import LlmTimeouts
+from orchestrator.projectsettings import read_project_settings, resolve_effort, resolve_log_level
+from orchestrator.runlog.events import ResultCard
+from orchestrator.service import queue as q
+from orchestrator.service.active import ActiveRun
+from orchestrator.service.briefing import cancelled_since, completed_since, interim_briefing
+from orchestrator.service.hub import StreamHub
+from orchestrator.service.human import PendingQuestions
+from orchestrator.service.queue_store import QueueStore
+from orchestrator.service.summary import first_line, summarize_run, write_summary
+
+__all__ = ["RunInProgress", "Service"]
+
+log = logging.getLogger("orchestrator.service")
+
+#: One-second run ids: a collision is retried after this long, at most ``COLLISION_RETRIES`` times.
+COLLISION_SLEEP = 1.1
+COLLISION_RETRIES = 3
+
+
+class RunInProgress(Exception):
+    """A run is active (``POST /api/runs`` answers 409 ``run_in_progress``)."""
+
+
+class Service:
+    """Everything the HTTP layer needs; no module globals. ``attach(nursery)`` before serving."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        workspace: Path,
+        *,
+        timeouts: LlmTimeouts | None = None,
+        title: str = "Adaptive Orchestrator",
+        build: dict[str, str | None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.workspace = workspace
+        self.timeouts = timeouts or LlmTimeouts()
+        self.title = title
+        self.build = build
+        self.queue = QueueStore(workspace)
+        self.questions = PendingQuestions()
+        self.hub = StreamHub()
+        self.active: ActiveRun | None = None
+        self.gate_open = True
+        self._tick_lock = trio.Lock()
+        self._nursery: trio.Nursery | None = None
+
+    def attach(self, nursery: trio.Nursery) -> None:
+        self._nursery = nursery
+
+    # --- startup ---------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Reconcile the runs directory (resume at most one run), repair the queue, tick once."""
+        found = reconcile_runs(self.workspace, guild_path=str(self.settings.guild_dir))
+        for run_id, reason in found.interrupted.items():
+            log.info("marked %s interrupted: %s", run_id, reason)
+        if found.resumable is not None:
+            resumable = found.resumable
+            active = ActiveRun(run_id=resumable.run_dir.name, run_dir=resumable.run_dir, item_id=None, task="")
+            self._activate(active)
+            assert self._nursery is not None
+            self._nursery.start_soon(self._resume_task, active, resumable.state, resumable.seq)
+        await self.tick()
+
+    # --- the scheduler -------------------------------------------------------------------------------
+
+    def _metas(self, items: list[q.QueueItem]) -> dict[str, RunMeta]:
+        metas: dict[str, RunMeta] = {}
+        for item in items:
+            if item.run_id and item.status == "active":
+                meta = read_meta(runs_root(self.workspace) / item.run_id)
+                if meta is not None:
+                    metas[item.run_id] = meta
+        root = runs_root(self.workspace)
+        if root.is_dir():
+            for run_dir in root.iterdir():
+                meta = read_meta(run_dir) if run_dir.name not in metas else None
+                if meta is not None and meta.status == "running":
+                    metas[meta.run_id] = meta
+        return metas
+
+    async def tick(self) -> str | None:
+        """One scheduler cycle (orchestration.md §2.3). Returns the id of a run it started, if any."""
+        async with self._tick_lock:
+            items = self.queue.load()
+            if any(i.status == "active" for i in items):
+                await self.queue.apply(lambda items: q.transition(items, q.Repair(self._metas(items)), _now()))
+            if not self.gate_open or self.active is not None:
+                return None
+            items = self.queue.load()
+            item = q.next_dispatch(items)
+            if item is None:
+                return None
+            await self.queue.apply(lambda items: q.transition(items, q.Dispatch(item.id), _now()))
+            for attempt in range(COLLISION_RETRIES + 1):
+                try:
+                    run_id = self._start(item)
+                except RunIdCollision:
+                    if attempt == COLLISION_RETRIES:
+                        await self.queue.apply(lambda items: q.transition(items, q.Release(item.id), _now()))
+                        raise
+                    await trio.sleep(COLLISION_SLEEP)
+                    current = next((i for i in self.queue.load() if i.id == item.id), None)
+                    if current is None or current.status != "active" or current.run_id:
+                        return None
+                    continue
+                bind = q.Bind(item.id, run_id)
+                await self.queue.apply(lambda items, bind=bind: q.transition(items, bind, _now()))
+                return run_id
+            return None
+
+    def _request(self, item: q.QueueItem) -> tuple[RunRequest, str]:
+        """The submission for an item: resolved effort/level, continuation lineage, interim briefing."""
+        project = read_project_settings(self.workspace)
+        logging_default = self.settings.deployment.logging.level if self.settings.deployment.logging else None
+        continues_from = None
+        if item.continues_from:
+            try:
+                continuation_briefing(self.workspace, item.continues_from)
+                continues_from = item.continues_from
+            except ValueError:
+                continues_from = None
+        request = RunRequest(
+            task=item.task,
+            effort=resolve_effort(item.effort, project),
+            log_level=resolve_log_level(item.log_level, project, logging_default),  # type: ignore[arg-type]
+            continues_from=continues_from,
+        )
+        metas = [m for d in _run_dirs(self.workspace) if (m := read_meta(d)) is not None]
+        cancelled = cancelled_since(self.queue.load(), item.queued_at)
+        briefing = interim_briefing(
+            item.queued_at,
+            completed_since(metas, item.queued_at),
+            cancelled,
+            question=item.question,
+            answer=item.answer,
+        )
+        return request, briefing
+
+    def _start(self, item: q.QueueItem) -> str:
+        """Prepare the run (its id exists at once) and start it in the service nursery."""
+        request, briefing = self._request(item)
+        prepared = prepare_run(self.settings, self.workspace, request, briefing=briefing)
+        active = ActiveRun(run_id=prepared.run_id, run_dir=prepared.run_dir, item_id=item.id, task=item.task)
+        self._activate(active)
+        write_summary(prepared.run_dir, first_line(item.task))
+        assert self._nursery is not None
+        self._nursery.start_soon(self._run_task, active, prepared)
+        return prepared.run_id
+
+    def _activate(self, active: ActiveRun) -> None:
+        self.active = active
+        self.hub.active_run = active.run_id
+
+    def _services(self, active: ActiveRun, *, queue_tracked: bool) -> RunServices:
+        def keep(run: Run) -> None:
+            active.run = run
+
+        return RunServices(
+            timeouts=self.timeouts,
+            on_delta=self.hub.publish,
+            interrupts=active.interrupts,
+            human=self.questions,
+            on_run=keep,
+            queue_tracked=queue_tracked,
+        )
+
+    async def _run_task(self, active: ActiveRun, prepared: PreparedRun) -> None:
+        outcome: RunOutcome | None = None
+        with active.scope:
+            try:
+                outcome = await execute_prepared(
+                    self.settings, self.workspace, prepared, self._services(active, queue_tracked=True)
+                )
+            except Exception:
+                log.exception("run %s crashed", active.run_id)
+        await self._settle(active, outcome)
+
+    async def _resume_task(self, active: ActiveRun, state, seq: int) -> None:  # type: ignore[no-untyped-def]
+        outcome: RunOutcome | None = None
+        with active.scope:
+            try:
+                outcome = await resume_run(
+                    self.settings,
+                    self.workspace,
+                    active.run_dir,
+                    state,
+                    seq,
+                    self._services(active, queue_tracked=False),
+                )
+            except Exception:
+                log.exception("resumed run %s crashed", active.run_id)
+        await self._settle(active, outcome)
+
+    async def _settle(self, active: ActiveRun, outcome: RunOutcome | None) -> None:
+        """The run ended (or was abandoned at shutdown): map it onto its queue item, free the slot."""
+        if active.scope.cancelled_caught:
+            self._deactivate(active)
+            return  # abandoned: meta stays running, the checkpoint resumes it next start
+        meta = read_meta(active.run_dir)
+        if meta is not None and meta.status != "running":
+            await self.queue.apply(lambda items: q.transition(items, q.Settle.from_meta(meta), _now()))
+        self._deactivate(active)
+        if self._nursery is not None and outcome is not None:
+            self._nursery.start_soon(self._summarize, active, outcome.card)
+        await self.tick()
+
+    def _deactivate(self, active: ActiveRun) -> None:
+        if self.active is active:
+            self.active = None
+            self.hub.active_run = None
+        self.questions.clear()
+        active.done.set()
+
+    async def _summarize(self, active: ActiveRun, card: ResultCard) -> None:
+        meta = read_meta(active.run_dir)
+        task = meta.task if meta is not None else active.task
+        try:
+            await summarize_run(self.settings, active.run_dir, task, card, [])
+        except Exception:  # best effort
+            log.exception("summary for %s failed", active.run_id)
+
+    # --- requests from the API -----------------------------------------------------------------------
+
+    async def submit_run(
+        self, task: str, *, effort: str | None, log_level: str | None, continues_from: str | None
+    ) -> str:
+        """``POST /api/runs``: refuse when busy (before enqueuing), else enqueue at the head and start it
+        in this request. Raises ``RunInProgress`` or ``RunIdCollision`` (its item withdrawn)."""
+        if self.active is not None or not self.gate_open:
+            raise RunInProgress
+        event = q.Enqueue(task=task, effort=effort, log_level=log_level, continues_from=continues_from, at_head=True)
+        await self.queue.apply(lambda items: q.transition(items, event, _now()))
+        try:
+            run_id = await self.tick()
+        except RunIdCollision:
+            await self.queue.apply(lambda items: q.transition(items, q.Withdraw(event.item_id), _now()))
+            raise
+        if run_id is None:
+            raise RunInProgress
+        return run_id
+
+    async def submit_initial(self, task: str) -> None:
+        """Queue a task at startup (the demo's); it starts now when the slot is free."""
+        await self.queue.apply(lambda items: q.transition(items, q.Enqueue(task=task), _now()))
+        try:
+            await self.tick()
+        except RunIdCollision:
+            pass
+
+    async def wind_down(self, seconds: float, second_signal: trio.Event) -> bool:
+        """Close the gate, ask the active run to wind down, wait up to ``seconds`` (or a second signal),
+        then abandon it. Returns whether a run was still active at the end."""
+        self.gate_open = False
+        active = self.active
+        if active is None:
+            return False
+        from orchestrator.lifecycle import WIND_DOWN_NOTICE
+
+        active.interrupts.post_notice(WIND_DOWN_NOTICE)
+        with trio.move_on_after(seconds):
+            async with trio.open_nursery() as waiters:
+
+                async def on_second() -> None:
+                    await second_signal.wait()
+                    waiters.cancel_scope.cancel()
+
+                waiters.start_soon(on_second)
+                await active.done.wait()
+                waiters.cancel_scope.cancel()
+        if not active.done.is_set():
+            active.scope.cancel()
+            with trio.move_on_after(5):
+                await active.done.wait()
+            return True
+        return False
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _run_dirs(workspace: Path) -> list[Path]:
+    root = runs_root(workspace)
+    return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []

@@ -1,0 +1,455 @@
+"""The run log read incrementally: one-line renderings and the ``RunAggregate`` fold (pure, no I/O).
+
+``fold(agg, event, index)`` folds one log event (a ``read_events`` dict) into the aggregate a run view
+and a scoped log window are finalized from, so a poll only folds the events appended since the last
+one. Everything kept is bounded by the run's structure (roles, instances, questions, interrupts),
+except each instance's list of its own event indices, which is what makes ``?instance=`` windows cheap.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestrator.runlog.fold import instance_key
+
+__all__ = [
+    "LINE_CHARS",
+    "RECENT_ROWS",
+    "Instance",
+    "RoleStats",
+    "RunAggregate",
+    "aggregate",
+    "as_mapping",
+    "fold",
+    "render_line",
+]
+
+Event = Mapping[str, Any]
+
+#: Bound of one rendered line (the text export and ``recentLog`` rows).
+LINE_CHARS = 200
+#: ``recentLog`` keeps the last this many identity rows.
+RECENT_ROWS = 200
+
+#: Turn events an instance owns (matched on roleId, else attributed by role name).
+TURN_TYPES = frozenset({"llm_call_start", "llm_call", "llm_unavailable", "context_budget_exceeded"})
+#: Events whose ``role`` names an instance other than the actor; not counted in ``roles[]``.
+_NOT_ACTOR = frozenset({"observe", "terminate"})
+
+
+_EMPTY: Mapping[str, Any] = {}
+
+
+def as_mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a mapping (dicts take the fast path), else an empty one."""
+    return value if type(value) is dict or isinstance(value, Mapping) else _EMPTY
+
+
+# --- one-line rendering ------------------------------------------------------------------------------
+
+
+def _text(value: Any) -> str:
+    return " ".join(str(value).split()) if value is not None else ""
+
+
+def _head(value: Any) -> str:
+    """First non-blank line of a text, whitespace collapsed."""
+    return next((_text(line) for line in str(value or "").splitlines() if line.strip()), "")
+
+
+def _tail(label: str, value: Any) -> str:
+    text = _text(value)
+    return f"{label}: {text}" if text else label
+
+
+def _llm_call(p: Mapping[str, Any]) -> str:
+    usage = as_mapping(p.get("usage"))
+    prompt = usage.get("promptTokens")
+    tokens = f", {prompt} prompt tokens" if isinstance(prompt, int) else ""
+    return f"model turn ({p.get('messageCount', '?')} msgs{tokens})"
+
+
+def _role_finished(p: Mapping[str, Any]) -> str:
+    error = as_mapping(p.get("error"))
+    summary = p.get("summary") or error.get("message") or error.get("kind")
+    return _tail(f"finished {p.get('status', '?')}", summary)
+
+
+def _plan_line(p: Mapping[str, Any]) -> str:
+    aborted = p.get("aborted") or []
+    extra = f" (aborted {len(aborted)})" if aborted else ""
+    return _tail(f"plan modification for {p.get('targetRole') or p.get('target')}{extra}", p.get("message"))
+
+
+# (subject, action) per event type; the subject defaults to the payload's role.
+_ACTIONS: dict[str, Callable[[Mapping[str, Any]], tuple[str | None, str]]] = {
+    "role_start": lambda p: (None, f"starts: {_head(p.get('task'))}"),
+    "role_finished": lambda p: (None, _role_finished(p)),
+    "effort_set": lambda p: ("run", f"effort {p.get('effort')}"),
+    "agent_call": lambda p: (p.get("parent"), f"delegates to {p.get('child')} (depth {p.get('depth')})"),
+    "llm_call_start": lambda p: (None, "model turn sent"),
+    "llm_call": lambda p: (None, _llm_call(p)),
+    "tool_call": lambda p: (None, f"calls {p.get('tool')}"),
+    "tool_result": lambda p: (None, f"{p.get('tool')} → {p.get('kind')}"),
+    "depth_exceeded": lambda p: (p.get("parent"), f"cannot delegate to {p.get('child')}: depth {p.get('depth')}"),
+    "role_not_found": lambda p: (p.get("parent") or "run", f"unknown role {p.get('roleName')}"),
+    "context_compacted": lambda p: (
+        None,
+        f"context compacted (dropped {p.get('droppedMessages')} msgs, ~{p.get('estimatedPromptTokens')} tokens)",
+    ),
+    "context_pressure": lambda p: (
+        None,
+        f"context pressure ({p.get('promptTokens')} of {p.get('effectiveBudget')} tokens)",
+    ),
+    "llm_unavailable": lambda p: (None, _tail("model unavailable", p.get("message"))),
+    "context_budget_exceeded": lambda p: (None, _tail("context budget exceeded", p.get("message"))),
+    "implicit_finish": lambda p: (None, _tail("implicit finish", p.get("message"))),
+    "unknown_tool": lambda p: (None, _tail(f"unknown tool {p.get('tool')}", p.get("message"))),
+    "invalid_tool_call": lambda p: (None, _tail(f"invalid call to {p.get('tool')}", p.get("message"))),
+    "role_budget_exceeded": lambda p: (None, _tail("role budget exceeded", p.get("message"))),
+    "global_budget_exceeded": lambda p: (p.get("role") or "run", _tail("global budget exceeded", p.get("message"))),
+    "run_resumed": lambda p: ("run", f"resumed ({p.get('resumedFrames')} frames)"),
+    "operator_notice": lambda p: ("operator", _tail(f"notice to {p.get('role')}", p.get("message"))),
+    "interrupt": lambda p: (
+        p.get("handler"),
+        _tail(f"interrupts {p.get('target')} ({p.get('trigger')})", p.get("message")),
+    ),
+    "interrupt_resolved": lambda p: (
+        p.get("handler"),
+        _tail(f"resolved {p.get('trigger')} of {p.get('target')}: {p.get('action')}", p.get("summary")),
+    ),
+    "inquiry_dropped": lambda p: ("operator", _tail(f"inquiry dropped ({_text(p.get('reason'))})", p.get("message"))),
+    "plan_modification": lambda p: ("operator", _plan_line(p)),
+    "observe": lambda p: (p.get("details") or "observe", f"reads {p.get('role')} ({p.get('roleId')})"),
+    "terminate": lambda p: (None, _tail("terminated", p.get("details"))),
+    "ask_human": lambda p: (None, _tail("asks", p.get("question"))),
+    "human_answer": lambda p: ("human", _tail("answers", p.get("answer"))),
+}
+
+
+def render_line(event: Event) -> str:
+    """``<role> · <action>`` for any event (unknown types render their type), at most ``LINE_CHARS``."""
+    kind = str(event.get("type", ""))
+    p = as_mapping(event.get("payload"))
+    action = _ACTIONS.get(kind)
+    subject, text = action(p) if action else (None, kind.replace("_", " "))
+    line = f"{_text(subject or p.get('role') or 'run')} · {_text(text)}"
+    return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1].rstrip() + "…"
+
+
+# --- the aggregate -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Instance:
+    """One role instance as the log shows it; ``own`` = indices of its turns and lifecycle, ascending."""
+
+    role_id: str
+    role: str
+    depth: int = 0
+    parent: str | None = None
+    parent_id: str | None = None
+    task: str = ""
+    start: int | None = None
+    finish: int | None = None
+    status: str | None = None
+    summary: str | None = None
+    own: list[int] = field(default_factory=list)
+    turn_open: bool = False
+    tool_open: str | None = None
+    since: str | None = None
+
+
+@dataclass(slots=True)
+class RoleStats:
+    """``roles[]`` entry accumulator for one role name."""
+
+    role: str
+    first_seen: str
+    last_seen: str
+    event_count: int = 0
+    llm_calls: int = 0
+    tool_calls: int = 0
+    recent_tools: list[str] = field(default_factory=list)
+    last_prompt_tokens: int | None = None
+
+
+class RunAggregate:
+    """Everything a run view and an instance-scoped window need, folded event by event."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first_timestamp: str | None = None
+        self.last_timestamp: str | None = None
+        self.effort: str | None = None
+        self.instances: dict[str, Instance] = {}
+        self.roots: list[str] = []
+        self.children: dict[str, list[str]] = {}
+        self.open: dict[str, None] = {}  # live instances in start order (last = innermost)
+        self.roles: dict[str, RoleStats] = {}
+        self.turns: dict[str, list[int]] = {}  # fold_request's instance key → llm_call indices
+        self.questions: dict[str, dict[str, Any]] = {}
+        self.interrupts: list[dict[str, Any]] = []
+        self.tool_calls = 0
+        self.usage_seen = False
+        self.tokens = {"promptTokens": 0, "cachedPromptTokens": 0, "completionTokens": 0, "totalTokens": 0}
+        self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT_ROWS)
+        self._latest_at: dict[tuple[str | None, int], str] = {}  # (role, depth) / (None, depth) → id
+
+    # -- helpers --
+
+    def _instance(self, role_id: str, role: str) -> Instance:
+        inst = self.instances.get(role_id)
+        if inst is None:
+            inst = self.instances[role_id] = Instance(role_id=role_id, role=role)
+        return inst
+
+    def innermost(self, role: str | None = None) -> Instance | None:
+        """The innermost live instance (named ``role`` when given): single-flight makes it the actor."""
+        for role_id in reversed(self.open):
+            inst = self.instances[role_id]
+            if role is None or inst.role == role:
+                return inst
+        return None
+
+    def attribute(self, payload: Mapping[str, Any]) -> Instance | None:
+        """The instance an event belongs to: its ``roleId``, else the innermost live same-named one."""
+        role_id, role = payload.get("roleId"), str(payload.get("role") or "")
+        if isinstance(role_id, str) and role_id:
+            return self._instance(role_id, role)
+        return self.innermost(role) if role else None
+
+    def resolve_parent(self, payload: Mapping[str, Any], depth: int) -> str | None:
+        """``parentRoleId``; old logs: the latest earlier start named ``parent`` at ``depth − 1``."""
+        parent_id = payload.get("parentRoleId")
+        if isinstance(parent_id, str) and parent_id:
+            return parent_id
+        if depth <= 0:
+            return None
+        parent = payload.get("parent")
+        return self._latest_at.get((parent if isinstance(parent, str) else None, depth - 1))
+
+    def ancestors(self, inst: Instance) -> list[Instance]:
+        """The started ancestors, parent first; an ancestor with no ``role_start`` ends the walk."""
+        chain: list[Instance] = []
+        seen = {inst.role_id}
+        parent_id = inst.parent_id
+        while parent_id is not None and parent_id not in seen:
+            parent = self.instances.get(parent_id)
+            if parent is None or parent.start is None:
+                break
+            chain.append(parent)
+            seen.add(parent_id)
+            parent_id = parent.parent_id
+        return chain
+
+    # -- the fold --
+
+    def add(self, event: Event, index: int, *, row: bool = True) -> None:
+        """Fold ``event`` (log-wide position ``index``). Already-folded indices are ignored.
+
+        ``row=False`` skips its ``recentLog`` row: for a catch-up that knows the row would be pushed out.
+        Raises: ValueError when ``index`` skips ahead (an event was never folded).
+        """
+        if index < self.count:
+            return
+        if index > self.count:
+            raise ValueError(f"event {index} folded before event {self.count}")
+        self.count += 1
+        kind = str(event.get("type", ""))
+        p = as_mapping(event.get("payload"))
+        ts = str(event.get("timestamp", ""))
+        self.first_timestamp = self.first_timestamp or ts
+        self.last_timestamp = ts
+        if row:
+            self.recent.append({"index": index, "timestamp": ts, "type": kind, "text": render_line(event)})
+        self._count_role(kind, p, ts)
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, kind, p, ts, index)
+
+    def _count_role(self, kind: str, p: Mapping[str, Any], ts: str) -> None:
+        role = p.get("role")
+        if kind in _NOT_ACTOR or not isinstance(role, str) or not role:
+            return
+        stats = self.roles.get(role)
+        if stats is None:
+            stats = self.roles[role] = RoleStats(role=role, first_seen=ts, last_seen=ts)
+        stats.last_seen = ts
+        stats.event_count += 1
+        if kind == "llm_call":
+            stats.llm_calls += 1
+            prompt = as_mapping(p.get("usage")).get("promptTokens")
+            if isinstance(prompt, int):
+                stats.last_prompt_tokens = prompt
+        elif kind == "tool_call":
+            stats.tool_calls += 1
+            tool = str(p.get("tool"))
+            stats.recent_tools = [tool, *(t for t in stats.recent_tools if t != tool)][:3]
+
+    def _role_start(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
+        role, role_id = str(p.get("role") or ""), p.get("roleId")
+        if not isinstance(role_id, str) or not role_id:
+            role_id = f"{role}@{index}"  # a log predating instance ids: the start's position names it
+        inst = self._instance(role_id, role)
+        if inst.start is not None:  # a duplicate straddling a resume
+            return
+        depth = p.get("depth") if isinstance(p.get("depth"), int) else 0
+        inst.depth, inst.task, inst.start, inst.since = depth, str(p.get("task") or ""), index, ts
+        inst.parent = p.get("parent") if isinstance(p.get("parent"), str) else None
+        inst.parent_id = self.resolve_parent(p, depth)
+        inst.own.append(index)
+        if inst.parent_id is None:
+            self.roots.append(role_id)
+        else:
+            self.children.setdefault(inst.parent_id, []).append(role_id)
+        self._latest_at[(role, depth)] = self._latest_at[(None, depth)] = role_id
+        if inst.finish is None:
+            self.open[role_id] = None
+
+    def _role_finished(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
+        inst = self.attribute(p)
+        if inst is None or inst.finish is not None:
+            return
+        inst.finish, inst.status, inst.since = index, str(p.get("status") or ""), ts
+        inst.summary = p.get("summary") if isinstance(p.get("summary"), str) else None
+        inst.turn_open, inst.tool_open = False, None
+        inst.own.append(index)
+        self.open.pop(inst.role_id, None)
+
+    def _turn(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
+        inst = self.attribute(p)
+        if inst is not None:
+            inst.own.append(index)
+            inst.turn_open, inst.since = kind == "llm_call_start", ts
+        if kind == "llm_call":
+            self.turns.setdefault(instance_key(p), []).append(index)
+            usage = p.get("usage")
+            if type(usage) is dict or isinstance(usage, Mapping):
+                self.usage_seen = True
+                for key in self.tokens:
+                    value = usage.get(key)
+                    self.tokens[key] += value if isinstance(value, int) else 0
+
+    def _tool(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
+        if kind == "tool_call":
+            self.tool_calls += 1
+        inst = self.attribute(p)
+        if inst is not None:
+            inst.tool_open, inst.since = (str(p.get("tool")) if kind == "tool_call" else None), ts
+
+    def _ask_human(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
+        qid = str(p.get("id"))
+        self.questions.setdefault(
+            qid,
+            {
+                "id": qid,
+                "question": p.get("question"),
+                "context": p.get("context"),
+                "role": p.get("role"),
+                "roleId": p.get("roleId"),
+                "askedAt": ts,
+                "answer": None,
+                "answeredAt": None,
+            },
+        )
+
+    def _human_answer(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
+        entry = self.questions.get(str(p.get("id")))
+        if entry is not None and entry["answeredAt"] is None:
+            entry["answer"], entry["answeredAt"] = p.get("answer"), ts
+
+    def _interrupt(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
+        if p.get("trigger") != "inquiry":
+            return
+        self.interrupts.append(_inquiry(index, ts, p.get("message"), p.get("handler"), p.get("target"), "waiting"))
+
+    def _interrupt_resolved(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
+        if p.get("trigger") != "inquiry":
+            return
+        waiting = [e for e in self.interrupts if e["kind"] == "inquiry" and e["state"] == "waiting"]
+        matching = [e for e in waiting if e["target"] == p.get("target")] or waiting
+        if not matching:
+            return
+        entry = matching[-1]
+        summary = p.get("summary")
+        answered = p.get("action") == "answered" and isinstance(summary, str) and bool(summary.strip())
+        entry["state"], entry["resolvedAt"] = ("answered" if answered else "ended"), ts
+        entry["answer"] = summary if answered else None
+
+    def _inquiry_dropped(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
+        self.interrupts.append(_inquiry(index, ts, p.get("message"), None, None, "ended"))
+
+    def _plan_modification(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
+        aborted = p.get("aborted")
+        self.interrupts.append(
+            {
+                "kind": "plan_modification",
+                "index": index,
+                "at": ts,
+                "message": p.get("message"),
+                "target": p.get("target"),
+                "targetRole": p.get("targetRole"),
+                "aborted": list(aborted) if isinstance(aborted, list) else [],
+            }
+        )
+
+    def _effort_set(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
+        if self.effort is None and isinstance(p.get("effort"), str):
+            self.effort = p["effort"]
+
+    def _run_resumed(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
+        """In-flight turns and tools do not survive a restart."""
+        for role_id in self.open:
+            self.instances[role_id].turn_open = False
+            self.instances[role_id].tool_open = None
+
+
+def _inquiry(index: int, ts: str, message: Any, handler: Any, target: Any, state: str) -> dict[str, Any]:
+    return {
+        "kind": "inquiry",
+        "index": index,
+        "askedAt": ts,
+        "message": message,
+        "handler": handler,
+        "target": target,
+        "state": state,
+        "answer": None,
+        "resolvedAt": ts if state != "waiting" else None,
+    }
+
+
+_Handler = Callable[[RunAggregate, str, Mapping[str, Any], str, int], None]
+_HANDLERS: dict[str, _Handler] = {
+    "role_start": RunAggregate._role_start,
+    "role_finished": RunAggregate._role_finished,
+    **dict.fromkeys(TURN_TYPES, RunAggregate._turn),
+    "tool_call": RunAggregate._tool,
+    "tool_result": RunAggregate._tool,
+    "effort_set": RunAggregate._effort_set,
+    "ask_human": RunAggregate._ask_human,
+    "human_answer": RunAggregate._human_answer,
+    "interrupt": RunAggregate._interrupt,
+    "interrupt_resolved": RunAggregate._interrupt_resolved,
+    "inquiry_dropped": RunAggregate._inquiry_dropped,
+    "plan_modification": RunAggregate._plan_modification,
+    "run_resumed": RunAggregate._run_resumed,
+}
+
+
+def fold(agg: RunAggregate, event: Event, index: int) -> RunAggregate:
+    """Fold one event into ``agg`` (mutated and returned); see ``RunAggregate.add``."""
+    agg.add(event, index)
+    return agg
+
+
+def aggregate(events: Sequence[Event], agg: RunAggregate | None = None) -> RunAggregate:
+    """Fold ``events[agg.count:]`` into ``agg`` (a fresh aggregate when none): the catch-up of a poll."""
+    agg = agg if agg is not None else RunAggregate()
+    end = len(events)
+    for index in range(agg.count, end):
+        agg.add(events[index], index, row=index >= end - RECENT_ROWS)
+    return agg

@@ -1,0 +1,573 @@
+"""The durable task queue's state machine: item shape, events, and pure transitions (orchestrator.md §2).
+
+Nothing here does I/O or reads the clock: ``transition(items, event, now)`` takes the whole item list
+and returns a new one plus ``Effects``; the input list and its items are never mutated (items are
+frozen Structs). ``queue_store`` owns the file and the lock; the scheduler owns the run slot.
+
+Every legal move is a row of ``TRANSITIONS``, keyed by ``(status, event kind)`` (``None`` = no item
+yet). A pair missing from the table raises ``QueueTransitionError`` naming both; its API code is
+``status_forbidden``. Errors::
+
+    QueueError                 code is API: {"ok": false, "error": code}
+    ├── QueueNotFound          "not_found"         (404) no item has that id
+    ├── QueueTransitionError   "status_forbidden"  (409) the item's status does not allow the event
+    └── InvalidQueueBody       "invalid_body"      (400) an empty task, a bad tier, a non-numeric position
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import ClassVar, Literal
+
+import msgspec
+
+from orchestrator.engine.runfolder import RUN_ID_PATTERN, TERMINAL_STATUSES, RunMeta
+from orchestrator.errors import OrchestratorError
+from orchestrator.schema import Base
+
+__all__ = [
+    "EFFORTS",
+    "LIVE_STATUSES",
+    "LOG_LEVELS",
+    "PARK_PREFIX",
+    "STATUSES",
+    "TRANSITIONS",
+    "Answer",
+    "Bind",
+    "Cancel",
+    "Dispatch",
+    "Edit",
+    "Effects",
+    "Enqueue",
+    "InvalidQueueBody",
+    "ItemEvent",
+    "ItemStatus",
+    "QueueError",
+    "QueueEvent",
+    "QueueFile",
+    "QueueItem",
+    "QueueNotFound",
+    "QueueTransitionError",
+    "Release",
+    "Repair",
+    "Requeue",
+    "Settle",
+    "Withdraw",
+    "active_item",
+    "format_timestamp",
+    "mark_dispatching",
+    "next_dispatch",
+    "parked_question",
+    "parse_position",
+    "parse_timestamp",
+    "transition",
+]
+
+ItemStatus = Literal["waiting", "active", "needs_input", "done", "error", "cancelled"]
+EffortTier = Literal["quick", "standard", "thorough"]
+LogLevelName = Literal["full", "standard"]
+STATUSES: frozenset[str] = frozenset(ItemStatus.__args__)  # type: ignore[attr-defined]
+EFFORTS: frozenset[str] = frozenset(EffortTier.__args__)  # type: ignore[attr-defined]
+LOG_LEVELS: frozenset[str] = frozenset(LogLevelName.__args__)  # type: ignore[attr-defined]
+#: Statuses that no pruning, move or repair may ever drop from the file.
+LIVE_STATUSES: frozenset[str] = frozenset({"waiting", "active", "needs_input"})
+#: The parked run's summary is ``PARK_PREFIX + question`` (orchestrator.md §2.5).
+PARK_PREFIX = "waiting for an answer to: "
+
+
+def parse_timestamp(value: str) -> datetime | None:
+    """An ISO-8601 timestamp as an aware datetime (naive = UTC), or ``None`` when it does not parse."""
+    try:
+        parsed = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def format_timestamp(now: datetime) -> str:
+    """``now`` in the project's timestamp form: UTC, milliseconds, ``Z`` (as ``utc_timestamp``)."""
+    aware = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class QueueItem(Base, frozen=True, kw_only=True):
+    """One queued task. Optional fields are ``None`` in memory and omitted on disk, never null.
+
+    Decoding (and construction) checks every field rule of §2.1; a violation is a
+    ``msgspec.ValidationError`` on decode, a ``ValueError`` on construction.
+    """
+
+    id: str
+    task: str
+    effort: EffortTier | None = None
+    log_level: LogLevelName | None = None
+    continues_from: str | None = None
+    status: ItemStatus
+    run_id: str | None = None
+    queued_at: str
+    settled_at: str | None = None
+    question: str | None = None
+    answer: str | None = None
+    result_summary: str | None = None
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            raise ValueError("id must be a non-empty string")
+        if not self.task:
+            raise ValueError("task must be a non-empty string")
+        for name in ("continues_from", "run_id"):
+            value = getattr(self, name)
+            if value is not None and not RUN_ID_PATTERN.match(value):
+                raise ValueError(f"{name} {value!r} is not a run id (run-YYYYMMDD-HHMMSS)")
+        for name in ("queued_at", "settled_at"):
+            value = getattr(self, name)
+            if value is not None and parse_timestamp(value) is None:
+                raise ValueError(f"{name} {value!r} is not an ISO-8601 timestamp")
+
+
+class QueueFile(Base):
+    """``.orchestration/queue.json``: the items, head first."""
+
+    items: list[QueueItem] = []
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+class QueueError(OrchestratorError):
+    """A queue operation refused; ``code`` is the API error string."""
+
+    code: ClassVar[str] = "invalid_body"
+    kind = "invalid_body"
+
+
+class QueueNotFound(QueueError):
+    code = kind = "not_found"
+
+    def __init__(self, item_id: str) -> None:
+        super().__init__(f"no queue item has id {item_id!r}", item_id=item_id)
+        self.item_id = item_id
+
+
+class QueueTransitionError(QueueError):
+    code = kind = "status_forbidden"
+
+    def __init__(self, status: str | None, event: str, detail: str = "") -> None:
+        text = f"a {status or 'new'} item cannot take the event {event!r}"
+        super().__init__(f"{text}: {detail}" if detail else text, status=status, event=event)
+        self.status = status
+        self.event = event
+
+
+class InvalidQueueBody(QueueError):
+    code = kind = "invalid_body"
+
+
+def parse_position(value: object) -> int:
+    """A PATCH ``position`` as an int (any int: the move clamps it). Raises ``InvalidQueueBody``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidQueueBody(f"position must be a number, got {value!r}")
+    if isinstance(value, float) and not value.is_integer():
+        raise InvalidQueueBody(f"position must be a whole number, got {value!r}")
+    return int(value)
+
+
+def _check_task(task: str) -> None:
+    if not isinstance(task, str) or not task.strip():
+        raise InvalidQueueBody("task must be a non-empty string")
+
+
+def _check_tier(effort: str | None, log_level: str | None = None) -> None:
+    if effort is not None and effort not in EFFORTS:
+        raise InvalidQueueBody(f"effort must be one of quick, standard, thorough, got {effort!r}")
+    if log_level is not None and log_level not in LOG_LEVELS:
+        raise InvalidQueueBody(f"logLevel must be full or standard, got {log_level!r}")
+
+
+# --- events --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Enqueue:
+    """``POST /api/queue`` (tail) or ``POST /api/runs`` (``at_head``, with ``log_level``)."""
+
+    kind: ClassVar[str] = "enqueue"
+    task: str
+    effort: str | None = None
+    log_level: str | None = None
+    continues_from: str | None = None
+    at_head: bool = False
+    item_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+
+@dataclass(frozen=True)
+class ItemEvent:
+    """An event naming one item by id; each subclass is one event kind."""
+
+    kind: ClassVar[str] = ""
+    item_id: str
+
+
+class Dispatch(ItemEvent):
+    """The tick's dispatch marker: ``waiting`` → ``active`` without ``runId``."""
+
+    kind = "dispatch"
+
+
+@dataclass(frozen=True)
+class Bind(ItemEvent):
+    """The run was accepted: fill the marker's ``runId``."""
+
+    kind = "bind"
+    run_id: str
+
+
+class Release(ItemEvent):
+    """Submission refused (``run_in_progress``, collisions exhausted): the marker goes back to ``waiting``."""
+
+    kind = "release"
+
+
+class Withdraw(ItemEvent):
+    """Remove a never-run item outright (a failed ``POST /api/runs`` takes its head item back)."""
+
+    kind = "withdraw"
+
+
+@dataclass(frozen=True)
+class Edit(ItemEvent):
+    """``PATCH /api/queue/:id``: any of task, effort, position (0-based among waiting, clamped)."""
+
+    kind = "edit"
+    task: str | None = None
+    effort: str | None = None
+    position: int | None = None
+
+
+class Cancel(ItemEvent):
+    """``DELETE /api/queue/:id``."""
+
+    kind = "cancel"
+
+
+@dataclass(frozen=True)
+class Answer(ItemEvent):
+    """``POST /api/queue/:id/answer``."""
+
+    kind = "answer"
+    answer: str
+
+
+class Requeue(ItemEvent):
+    """``POST /api/queue/:id/requeue``."""
+
+    kind = "requeue"
+
+
+@dataclass(frozen=True)
+class Settle:
+    """A run ended. Targets the still-``active`` item bound to ``run_id``; no such item → no change.
+
+    ``status`` is the meta status; ``summary`` the meta ``result.summary``; ``error`` the meta
+    ``result.error.message`` else ``error.message``; ``at`` overrides ``settledAt`` (boot: meta endTime).
+    """
+
+    kind: ClassVar[str] = "settle"
+    run_id: str
+    status: str
+    summary: str | None = None
+    error: str | None = None
+    at: str | None = None
+
+    @classmethod
+    def from_meta(cls, meta: RunMeta, *, at_end_time: bool = False) -> Settle:
+        card_error = meta.result.error if meta.result is not None else None
+        error = (card_error.message if card_error is not None else None) or (
+            meta.error.message if meta.error is not None else None
+        )
+        return cls(
+            run_id=meta.run_id,
+            status=meta.status,
+            summary=meta.result.summary if meta.result is not None else None,
+            error=error,
+            at=meta.end_time if at_end_time else None,
+        )
+
+
+@dataclass(frozen=True)
+class Repair:
+    """Apply the boot rows of §2.2 to every ``active`` item. ``metas`` maps run id → readable meta."""
+
+    kind: ClassVar[str] = "repair"
+    metas: Mapping[str, RunMeta]
+
+
+QueueEvent = Enqueue | Dispatch | Bind | Release | Withdraw | Edit | Cancel | Answer | Requeue | Settle | Repair
+
+
+@dataclass(frozen=True)
+class Effects:
+    """What the caller does next. ``item``: the affected item after the event (the API's response);
+    ``tick``: run a scheduler tick; ``changed``: the list differs (else skip the write)."""
+
+    item: QueueItem | None = None
+    tick: bool = False
+    changed: bool = True
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def parked_question(summary: str | None) -> str | None:
+    """The question a parked run asked: its summary minus ``PARK_PREFIX``, else the summary verbatim."""
+    if not summary:
+        return None
+    return summary[len(PARK_PREFIX) :] if summary.startswith(PARK_PREFIX) else summary
+
+
+def _rebuild(item: QueueItem, status: ItemStatus, continues_from: str | None) -> QueueItem:
+    """A fresh item keeping id, task, effort, logLevel, question, answer, queuedAt; outcome fields dropped."""
+    return QueueItem(
+        id=item.id,
+        task=item.task,
+        effort=item.effort,
+        log_level=item.log_level,
+        continues_from=continues_from,
+        status=status,
+        queued_at=item.queued_at,
+        question=item.question,
+        answer=item.answer,
+    )
+
+
+def _index(items: Sequence[QueueItem], item_id: str) -> int:
+    for i, item in enumerate(items):
+        if item.id == item_id:
+            return i
+    raise QueueNotFound(item_id)
+
+
+def _replace(items: Sequence[QueueItem], i: int, new: QueueItem) -> list[QueueItem]:
+    return [*items[:i], new, *items[i + 1 :]]
+
+
+def _without(items: Sequence[QueueItem], i: int) -> list[QueueItem]:
+    return [*items[:i], *items[i + 1 :]]
+
+
+# --- the transition table ------------------------------------------------------------------------
+
+Handler = Callable[[list[QueueItem], int, QueueEvent, str], tuple[list[QueueItem], Effects]]
+
+
+def _enqueue(items: list[QueueItem], _i: int, ev: QueueEvent, now: str) -> tuple[list[QueueItem], Effects]:
+    assert isinstance(ev, Enqueue)
+    _check_task(ev.task)
+    _check_tier(ev.effort, ev.log_level)
+    if ev.continues_from is not None and not RUN_ID_PATTERN.match(ev.continues_from):
+        raise InvalidQueueBody(f"continuesFrom {ev.continues_from!r} is not a run id (run-YYYYMMDD-HHMMSS)")
+    if any(item.id == ev.item_id for item in items):
+        raise InvalidQueueBody(f"a queue item already has id {ev.item_id!r}")
+    new = QueueItem(
+        id=ev.item_id,
+        task=ev.task,
+        effort=ev.effort,  # type: ignore[arg-type]
+        log_level=ev.log_level,  # type: ignore[arg-type]
+        continues_from=ev.continues_from,
+        status="waiting",
+        queued_at=now,
+    )
+    return ([new, *items] if ev.at_head else [*items, new]), Effects(new, tick=True)
+
+
+def _dispatch(items: list[QueueItem], i: int, ev: QueueEvent, _now: str) -> tuple[list[QueueItem], Effects]:
+    busy = active_item(items)
+    if busy is not None:
+        raise QueueTransitionError(items[i].status, ev.kind, f"item {busy.id!r} is already active (one at a time)")
+    new = msgspec.structs.replace(items[i], status="active", run_id=None)
+    return _replace(items, i, new), Effects(new)
+
+
+def _require_marker(item: QueueItem, event: str) -> None:
+    if item.run_id is not None:
+        raise QueueTransitionError(item.status, event, f"the item is already bound to {item.run_id}")
+
+
+def _bind(items: list[QueueItem], i: int, ev: QueueEvent, _now: str) -> tuple[list[QueueItem], Effects]:
+    assert isinstance(ev, Bind)
+    _require_marker(items[i], ev.kind)
+    new = msgspec.structs.replace(items[i], run_id=ev.run_id)
+    return _replace(items, i, new), Effects(new)
+
+
+def _release(items: list[QueueItem], i: int, ev: QueueEvent, _now: str) -> tuple[list[QueueItem], Effects]:
+    _require_marker(items[i], ev.kind)
+    new = _rebuild(items[i], "waiting", items[i].continues_from)
+    return _replace(items, i, new), Effects(new)
+
+
+def _withdraw(items: list[QueueItem], i: int, ev: QueueEvent, _now: str) -> tuple[list[QueueItem], Effects]:
+    _require_marker(items[i], ev.kind)
+    return _without(items, i), Effects(items[i])
+
+
+def _move(items: list[QueueItem], i: int, position: int) -> list[QueueItem]:
+    """Move ``items[i]`` to ``position`` among the waiting items, clamped; settled items keep their places
+    (moving up lands just before the item it passes, moving down just after it)."""
+    moving, rest = items[i], _without(items, i)
+    waiting_at = [j for j, item in enumerate(rest) if item.status == "waiting"]
+    current = sum(1 for j in waiting_at if j < i)
+    position = min(max(position, 0), len(waiting_at))
+    if position == current:
+        return items
+    at = waiting_at[position] if position < current else waiting_at[position - 1] + 1
+    return [*rest[:at], moving, *rest[at:]]
+
+
+def _edit(items: list[QueueItem], i: int, ev: QueueEvent, _now: str) -> tuple[list[QueueItem], Effects]:
+    assert isinstance(ev, Edit)
+    if ev.task is not None:
+        _check_task(ev.task)
+    _check_tier(ev.effort)
+    new = items[i]
+    if ev.task is not None:
+        new = msgspec.structs.replace(new, task=ev.task)
+    if ev.effort is not None:
+        new = msgspec.structs.replace(new, effort=ev.effort)
+    result = _replace(items, i, new)
+    if ev.position is not None:
+        result = _move(result, i, ev.position)
+    return result, Effects(new, changed=result != items)
+
+
+def _cancel(items: list[QueueItem], i: int, _ev: QueueEvent, now: str) -> tuple[list[QueueItem], Effects]:
+    new = msgspec.structs.replace(items[i], status="cancelled", settled_at=now)
+    return _replace(items, i, new), Effects(new)
+
+
+def _answer(items: list[QueueItem], i: int, ev: QueueEvent, _now: str) -> tuple[list[QueueItem], Effects]:
+    assert isinstance(ev, Answer)
+    if not isinstance(ev.answer, str) or not ev.answer.strip():
+        raise InvalidQueueBody("answer must be a non-empty string")
+    item = items[i]
+    new = msgspec.structs.replace(_rebuild(item, "waiting", item.run_id or item.continues_from), answer=ev.answer)
+    return [new, *_without(items, i)], Effects(new, tick=True)
+
+
+def _requeue(items: list[QueueItem], i: int, _ev: QueueEvent, _now: str) -> tuple[list[QueueItem], Effects]:
+    item = items[i]
+    new = _rebuild(item, "waiting", item.run_id or item.continues_from)
+    return [*_without(items, i), new], Effects(new, tick=True)
+
+
+def _settle(items: list[QueueItem], i: int, ev: QueueEvent, now: str) -> tuple[list[QueueItem], Effects]:
+    assert isinstance(ev, Settle)
+    item = items[i]
+    if ev.status == "needs_clarification":
+        parked = _rebuild(item, "needs_input", ev.run_id)
+        new = msgspec.structs.replace(parked, run_id=ev.run_id, question=parked_question(ev.summary), answer=None)
+    elif ev.status in ("success", "error"):
+        new = msgspec.structs.replace(
+            item,
+            status="done" if ev.status == "success" else "error",
+            result_summary=ev.summary,
+            error=(ev.error or ev.summary or "the run ended with status error") if ev.status == "error" else None,
+            settled_at=ev.at or now,
+        )
+    elif ev.status == "interrupted":
+        new = _rebuild(item, "waiting", ev.run_id)
+    else:
+        raise QueueTransitionError(item.status, ev.kind, f"a run cannot settle as {ev.status!r}")
+    return _replace(items, i, new), Effects(new, tick=True)
+
+
+TRANSITIONS: dict[tuple[str | None, str], Handler] = {
+    (None, "enqueue"): _enqueue,
+    ("waiting", "dispatch"): _dispatch,
+    ("active", "bind"): _bind,
+    ("active", "release"): _release,
+    ("waiting", "withdraw"): _withdraw,
+    ("active", "withdraw"): _withdraw,
+    ("waiting", "edit"): _edit,
+    ("waiting", "cancel"): _cancel,
+    ("needs_input", "answer"): _answer,
+    ("error", "requeue"): _requeue,
+    ("active", "settle"): _settle,
+}
+
+
+def transition(items: Sequence[QueueItem], event: QueueEvent, now: datetime) -> tuple[list[QueueItem], Effects]:
+    """Apply one event to the whole queue. Returns the new list and what to do next.
+
+    Raises ``QueueNotFound``, ``QueueTransitionError`` (status_forbidden) or ``InvalidQueueBody``;
+    on a raise nothing was changed (the input is never mutated).
+    """
+    stamp = format_timestamp(now)
+    current = list(items)
+    if isinstance(event, Repair):
+        return _repair(current, event.metas, stamp)
+    if isinstance(event, Enqueue):
+        return TRANSITIONS[(None, event.kind)](current, -1, event, stamp)
+    if isinstance(event, Settle):
+        for i, item in enumerate(current):
+            if item.status == "active" and item.run_id == event.run_id:
+                return TRANSITIONS[("active", event.kind)](current, i, event, stamp)
+        return current, Effects(tick=True, changed=False)
+    i = _index(current, event.item_id)
+    handler = TRANSITIONS.get((current[i].status, event.kind))
+    if handler is None:
+        raise QueueTransitionError(current[i].status, event.kind)
+    return handler(current, i, event, stamp)
+
+
+# --- boot repair ---------------------------------------------------------------------------------
+
+
+def _repair(items: list[QueueItem], metas: Mapping[str, RunMeta], now: str) -> tuple[list[QueueItem], Effects]:
+    """The boot rows of §2.2 over every ``active`` item; cheap and a no-op when steady."""
+    result = list(items)
+    for i, item in enumerate(items):
+        if item.status != "active":
+            continue
+        if item.run_id is None:
+            result[i] = _repair_marker(item, result, metas)
+            continue
+        meta = metas.get(item.run_id)
+        if meta is not None and meta.status == "running":
+            continue
+        if meta is not None and meta.status in TERMINAL_STATUSES:
+            result, _ = _settle(result, i, Settle.from_meta(meta, at_end_time=True), now)
+        else:
+            result[i] = _rebuild(item, "waiting", item.continues_from)
+    return result, Effects(tick=result != items, changed=result != items)
+
+
+def _repair_marker(item: QueueItem, items: Sequence[QueueItem], metas: Mapping[str, RunMeta]) -> QueueItem:
+    """An orphan dispatch marker binds to the unique ``running`` run with the same task, else waits."""
+    bound = {other.run_id for other in items if other.status == "active" and other.run_id is not None}
+    running = [meta for meta in metas.values() if meta.status == "running"]
+    if len(running) == 1 and running[0].task == item.task and running[0].run_id not in bound:
+        return msgspec.structs.replace(item, run_id=running[0].run_id)
+    return _rebuild(item, "waiting", item.continues_from)
+
+
+# --- scheduler helpers ---------------------------------------------------------------------------
+
+
+def next_dispatch(items: Sequence[QueueItem]) -> QueueItem | None:
+    """The item the next tick dispatches: the first ``waiting`` one in file order."""
+    return next((item for item in items if item.status == "waiting"), None)
+
+
+def active_item(items: Sequence[QueueItem]) -> QueueItem | None:
+    """The first ``active`` item (bound or a dispatch marker), if any."""
+    return next((item for item in items if item.status == "active"), None)
+
+
+def mark_dispatching(items: Sequence[QueueItem], item_id: str, now: datetime) -> tuple[list[QueueItem], Effects]:
+    """``transition(items, Dispatch(item_id), now)``: write the dispatch marker."""
+    return transition(items, Dispatch(item_id), now)

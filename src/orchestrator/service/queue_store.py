@@ -1,0 +1,109 @@
+"""``.orchestration/queue.json`` on disk: tolerant load, atomic save, and the lock that serializes transitions.
+
+Reading is tolerant by design (orchestrator.md §2.1): a missing, unreadable or malformed file reads
+as an empty queue, and so does a file with ONE invalid item (a bad status, an empty task, a run id
+that is not ``run-YYYYMMDD-HHMMSS``, an unparseable timestamp, a duplicated id). We do not salvage the
+valid items of a damaged file: a partial queue could re-run or silently drop work in ways an empty
+one cannot, and the file is only ever written whole and atomically, so damage means an outside edit.
+Nothing is logged; the next save replaces the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+import msgspec
+import trio
+
+from orchestrator.engine.runfolder import RUN_ID_PATTERN, RunMeta, read_meta, runs_root
+from orchestrator.fsutil import atomic_write
+from orchestrator.service.queue import Effects, QueueEvent, QueueFile, QueueItem, transition
+
+__all__ = ["QueueStore", "load_queue", "queue_path", "read_metas", "save_queue"]
+
+T = TypeVar("T")
+
+_decoder = msgspec.json.Decoder(QueueFile)
+_encoder = msgspec.json.Encoder()
+
+
+def queue_path(workspace: Path) -> Path:
+    return workspace / ".orchestration" / "queue.json"
+
+
+def load_queue(workspace: Path) -> list[QueueItem]:
+    """The queue, head first; ``[]`` when the file is missing, unreadable or holds any invalid item."""
+    try:
+        items = _decoder.decode(queue_path(workspace).read_bytes()).items
+    except (OSError, msgspec.DecodeError, RecursionError):
+        return []
+    if len({item.id for item in items}) != len(items):
+        return []
+    return items
+
+
+def save_queue(workspace: Path, items: Sequence[QueueItem], *, durable: bool = True) -> None:
+    """Replace ``queue.json`` atomically (temp + fsync + rename), creating ``.orchestration/``."""
+    path = queue_path(workspace)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, _encoder.encode(QueueFile(items=list(items))), durable=durable)
+
+
+def read_metas(workspace: Path, run_ids: Sequence[str] | None = None) -> dict[str, RunMeta]:
+    """Every readable ``meta.json`` (or only those of ``run_ids``), keyed by run id; unreadable ones are absent."""
+    root = runs_root(workspace)
+    if run_ids is None:
+        try:
+            run_ids = [p.name for p in root.iterdir() if RUN_ID_PATTERN.match(p.name)]
+        except OSError:
+            return {}
+    metas = {}
+    for run_id in run_ids:
+        meta = read_meta(root / run_id)
+        if meta is not None and meta.run_id == run_id:
+            metas[run_id] = meta
+    return metas
+
+
+class QueueStore:
+    """The one writer of ``queue.json`` in this process: every change is a whole-file read-modify-write
+    under a ``trio.Lock``, with no await between the read and the write.
+
+    Cancellation: a cancel can only land while waiting for the lock, before anything was read, so a
+    transition is applied whole or not at all.
+    """
+
+    def __init__(self, workspace: Path, *, durable: bool = True, clock: Callable[[], datetime] | None = None) -> None:
+        self.workspace = workspace
+        self.durable = durable
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._lock = trio.Lock()
+
+    def load(self) -> list[QueueItem]:
+        """The items as on disk now, without the lock (a save is atomic, so this never sees a torn file)."""
+        return load_queue(self.workspace)
+
+    async def read(self) -> list[QueueItem]:
+        """The current items (a consistent snapshot: taken under the lock)."""
+        async with self._lock:
+            return load_queue(self.workspace)
+
+    async def apply(self, fn: Callable[[list[QueueItem]], tuple[list[QueueItem], T]]) -> T:
+        """Load, apply the pure ``fn``, save when the list changed, and return ``fn``'s result.
+
+        Raises whatever ``fn`` raises (e.g. ``QueueError``); then nothing is written.
+        """
+        async with self._lock:
+            items = load_queue(self.workspace)
+            new_items, result = fn(list(items))
+            if new_items != items:
+                save_queue(self.workspace, new_items, durable=self.durable)
+            return result
+
+    async def transition(self, event: QueueEvent, now: datetime | None = None) -> Effects:
+        """``apply`` one ``queue.transition`` event at ``now`` (default: the store's clock)."""
+        at = now or self._clock()
+        return await self.apply(lambda items: transition(items, event, at))

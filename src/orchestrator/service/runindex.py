@@ -1,0 +1,129 @@
+"""Per-run incremental index of ``log.jsonl``: line offsets, the run-view aggregate, the flow state.
+
+A poll reads only the bytes appended since the previous poll and folds only those events, so the run
+view and the flow model of a million-event log cost what the new events cost. The index is also a
+read-only ``Sequence`` of events (each read back from its line on demand), which the log-window and
+detail functions take in place of an in-memory list.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, overload
+
+from orchestrator.flow import FlowState, InteractionModel, finalize, fold, operation_details
+from orchestrator.flow.incremental import decode_line
+from orchestrator.service.logwindow import RunAggregate
+
+__all__ = ["RunIndex", "RunIndexes"]
+
+_CACHE = 512
+
+
+class RunIndex(Sequence[dict[str, Any]]):
+    """Everything the endpoints derive from one run's log, kept current by ``update``."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.path = run_dir / "log.jsonl"
+        self._reset()
+
+    def _reset(self) -> None:
+        self.aggregate = RunAggregate()
+        self.flow = FlowState()
+        self._starts = array("q")
+        self._lengths = array("q")
+        self._read_to = 0
+        self._cache: OrderedDict[int, dict[str, Any]] = OrderedDict()
+
+    def update(self) -> int:
+        """Fold complete lines appended since the last call; returns how many events were new."""
+        try:
+            with self.path.open("rb") as handle:
+                size = handle.seek(0, 2)
+                if size < self._read_to:
+                    self._reset()
+                handle.seek(self._read_to)
+                data = handle.read(size - self._read_to)
+        except FileNotFoundError:
+            return 0
+        end = data.rfind(b"\n") + 1
+        base = self._read_to
+        self._read_to += end
+        new = 0
+        start = 0
+        while start < end:
+            stop = data.index(b"\n", start)
+            event = decode_line(data[start:stop])
+            if event is not None:
+                index = len(self._starts)
+                self._starts.append(base + start)
+                self._lengths.append(stop - start)
+                self.aggregate.add(event, index)
+                fold(self.flow, event)
+                new += 1
+            start = stop + 1
+        return new
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self._starts):
+            raise IndexError(index)
+        cached = self._cache.get(index)
+        if cached is not None:
+            self._cache.move_to_end(index)
+            return cached
+        with self.path.open("rb") as handle:
+            handle.seek(self._starts[index])
+            event = decode_line(handle.read(self._lengths[index])) or {}
+        self._cache[index] = event
+        if len(self._cache) > _CACHE:
+            self._cache.popitem(last=False)
+        return event
+
+    def event_at(self, index: int) -> dict[str, Any] | None:
+        try:
+            return self[index]
+        except (IndexError, OSError):
+            return None
+
+    def model(self, meta_status: str | None, now: str) -> InteractionModel:
+        return finalize(self.flow, meta_status, now)
+
+    def details(self, operation_id: str) -> str | None:
+        """An operation's Markdown detail body; ``KeyError`` for an id not in the current model."""
+        return operation_details(self, self.flow, operation_id)
+
+
+class RunIndexes:
+    """One ``RunIndex`` per run id, created on first use (bounded: the least recently used go)."""
+
+    def __init__(self, runs_root: Path, capacity: int = 16) -> None:
+        self._root = runs_root
+        self._capacity = capacity
+        self._indexes: OrderedDict[str, RunIndex] = OrderedDict()
+
+    def get(self, run_id: str) -> RunIndex:
+        index = self._indexes.get(run_id)
+        if index is None:
+            index = RunIndex(self._root / run_id)
+            self._indexes[run_id] = index
+            if len(self._indexes) > self._capacity:
+                self._indexes.popitem(last=False)
+        else:
+            self._indexes.move_to_end(run_id)
+        index.update()
+        return index

@@ -1,0 +1,126 @@
+"""``orchestrator serve``: Hypercorn (trio worker) serving the app, the service nursery, the lifecycle.
+
+Startup: load the configuration (an invalid one still binds the port and serves the error page, and
+the process exits 2 once stopped), reconcile runs (resume at most one), repair the queue, then serve.
+SIGINT/SIGTERM: close the queue gate, wind the active run down (30 s by default, a second signal cuts
+it short), stop serving; exit 130 if a run was still active, 0 if idle.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import Mapping
+from functools import partial
+from importlib import resources
+from pathlib import Path
+
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+
+from orchestrator.config import load_settings, probe_model, resolve_paths
+from orchestrator.errors import ConfigError
+from orchestrator.fsutil import atomic_write
+from orchestrator.lifecycle import wind_down_seconds
+from orchestrator.llm import timeouts_from_env
+from orchestrator.service.app import create_app
+from orchestrator.service.core import Service
+from orchestrator.service.errorpage import create_error_app
+
+__all__ = ["DEFAULT_TITLE", "build_info", "serve_main"]
+
+DEFAULT_TITLE = "Adaptive Orchestrator"
+EXIT_OK, EXIT_CONFIG, EXIT_BUSY = 0, 2, 130
+
+
+def build_info() -> dict[str, str | None] | None:
+    """``{sha, builtAt}`` baked into the image at build time; ``None`` from a source checkout."""
+    try:
+        raw = resources.files("orchestrator").joinpath("_build_info.json").read_text()
+    except (FileNotFoundError, OSError):
+        return None
+    info = json.loads(raw)
+    return {k: v for k, v in {"sha": info.get("sha"), "builtAt": info.get("builtAt")}.items() if v}
+
+
+def _config(host: str, port: int) -> Config:
+    config = Config()
+    config.bind = [f"{host}:{port}"]
+    config.graceful_timeout = 3.0
+    config.accesslog = None
+    config.errorlog = "-"
+    return config
+
+
+def _announce(binds: list[str], port_file: Path | None) -> None:
+    print(f"orchestrator: serving on {binds[0]} — open it in a browser; Ctrl-C stops", file=sys.stderr, flush=True)
+    if port_file is not None:
+        port = binds[0].rsplit(":", 1)[1]
+        atomic_write(port_file, port.encode(), durable=False)
+
+
+async def serve_main(
+    *,
+    workspace: Path,
+    host: str,
+    port: int,
+    port_file: Path | None,
+    guild: str | None,
+    deployment: str | None,
+    env: Mapping[str, str],
+    initial_task: str | None = None,
+) -> int:
+    """Serve until SIGINT/SIGTERM; the exit code says how it ended (0 idle, 130 busy, 2 bad config)."""
+    title = env.get("ORCHESTRATOR_TITLE") or DEFAULT_TITLE
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        try:
+            guild_dir, deployment_file = resolve_paths(guild, deployment, env)
+            settings = await probe_model(load_settings(guild_dir, deployment_file, env))
+            timeouts = timeouts_from_env(env)
+            wind_down = wind_down_seconds(env)
+            if not workspace.is_dir():
+                raise ConfigError(f"--workspace {workspace}: not a directory")
+        except ConfigError as exc:
+            for problem in exc.problems:
+                print(f"orchestrator: invalid configuration: {problem}", file=sys.stderr)
+            app = create_error_app(exc.problems, title)
+            async with trio.open_nursery() as nursery:
+                trigger = signals.__anext__
+                _announce(
+                    await nursery.start(partial(serve, app, _config(host, port), shutdown_trigger=trigger)), port_file
+                )
+            return EXIT_CONFIG
+        for note in settings.notes:
+            print(f"orchestrator: {note}", file=sys.stderr)
+        service = Service(settings, workspace, timeouts=timeouts, title=title, build=build_info())
+        app = create_app(service)
+        busy = False
+        second_signal = trio.Event()
+
+        async def shutdown_trigger() -> None:
+            nonlocal busy
+            await signals.__anext__()
+
+            async def watch_second() -> None:
+                await signals.__anext__()
+                second_signal.set()
+
+            async with trio.open_nursery() as watcher:
+                watcher.start_soon(watch_second)
+                busy = await service.wind_down(wind_down, second_signal)
+                watcher.cancel_scope.cancel()
+
+        async with trio.open_nursery() as service_nursery:
+
+            async def serving(task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
+                await serve(app, _config(host, port), shutdown_trigger=shutdown_trigger, task_status=task_status)
+                service_nursery.cancel_scope.cancel()  # best-effort tasks (summaries) do not hold the exit
+
+            service.attach(service_nursery)
+            await service.start()
+            _announce(await service_nursery.start(serving), port_file)
+            if initial_task is not None:
+                await service.submit_initial(initial_task)
+        return EXIT_BUSY if busy else EXIT_OK

@@ -1,0 +1,109 @@
+"""Status mapping, finalization (in flight while active, settled when terminal), metrics, wire shape."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+from tests.flow.logs import at, done, log, start, tcall, tresult, usage
+
+from orchestrator.flow import FlowState, build_model, finalize, fold, run_status
+
+
+@pytest.mark.parametrize(
+    ("meta", "status"),
+    [
+        ("running", "running"),
+        ("success", "success"),
+        ("error", "error"),
+        ("needs_clarification", "needs_clarification"),
+        ("interrupted", "interrupted"),
+        (None, "unknown"),
+        ("", "unknown"),
+        ("done", "unknown"),
+        ("unknown", "unknown"),
+    ],
+)
+def test_status_mapping(meta: str | None, status: str) -> None:
+    assert run_status(meta) == status
+    assert build_model([], meta_status=meta, now=at(0)).status == status
+
+
+OPEN_CALL = log(start("orchestrator"))
+LINGERING = log(start("orchestrator"), tcall("orchestrator", "t"), tresult("orchestrator", "t"))
+
+
+@pytest.mark.parametrize("meta", ["running", "needs_clarification", None, "garbage"])
+def test_open_work_stays_in_flight_while_the_run_is_active(meta: str | None) -> None:
+    call = build_model(OPEN_CALL, meta_status=meta, now=at(30)).operations[0]
+    assert (call.lifecycle, call.settled_at) == ("in_flight", None)
+    assert call.metrics is not None and call.metrics.elapsed_seconds == 30
+    ret = build_model(LINGERING, meta_status=meta, now=at(30)).operations[-1]
+    assert (ret.lifecycle, ret.settled_at) == ("in_flight", None)
+
+
+@pytest.mark.parametrize("meta", ["success", "error", "interrupted"])
+def test_a_terminal_run_settles_open_calls_at_now_and_returns_at_their_own_time(meta: str) -> None:
+    call = build_model(OPEN_CALL, meta_status=meta, now=at(30)).operations[0]
+    assert (call.lifecycle, call.settled_at) == ("settled", at(30))
+    ret = build_model(LINGERING, meta_status=meta, now=at(30)).operations[-1]
+    assert (ret.lifecycle, ret.settled_at) == ("settled", at(2))
+    model = build_model(LINGERING, meta_status=meta, now=at(30))
+    assert all(op.lifecycle == "settled" for op in model.operations)
+
+
+def test_elapsed_runs_to_the_return_or_now_and_rounds_half_up() -> None:
+    events = [
+        {"timestamp": "2026-03-01T12:00:00.000Z", "type": "role_start", "payload": {"role": "o"}},
+        {"timestamp": "2026-03-01T12:00:01.000Z", "type": "role_start", "payload": {"role": "c"}},
+        {"timestamp": "2026-03-01T12:00:03.500Z", "type": "role_finished", "payload": {"role": "c"}},
+    ]
+    model = build_model(events, meta_status="running", now="2026-03-01T12:00:10.400Z")
+    outer, inner = (op.metrics for op in model.operations[:2])
+    assert outer is not None and outer.elapsed_seconds == 10
+    assert inner is not None and inner.elapsed_seconds == 3  # 2.5 s rounds half up
+    assert build_model(events, meta_status="running", now="not a time").operations[0].metrics.elapsed_seconds is None  # type: ignore[union-attr]
+
+
+def test_elapsed_never_goes_negative() -> None:
+    model = build_model(OPEN_CALL, meta_status="running", now="2020-01-01T00:00:00Z")
+    assert model.operations[0].metrics.elapsed_seconds == 0  # type: ignore[union-attr]
+
+
+def test_finalize_does_not_change_the_state() -> None:
+    state = FlowState()
+    for event in [*LINGERING, *log(usage("orchestrator", total=3))]:
+        fold(state, event)
+    first = finalize(state, "running", at(9))
+    finalize(state, "success", at(99))
+    assert finalize(state, "running", at(9)) == first
+
+
+def test_frozen_operations_are_shared_between_polls() -> None:
+    state = FlowState()
+    for event in [*LINGERING, *log(done("orchestrator"))]:
+        fold(state, event)
+    a, b = finalize(state, "running", at(5)), finalize(state, "running", at(6))
+    assert a.operations[1] is b.operations[1]  # the tool call froze at its return
+    assert len(state.live) == 1  # only the final, lingering return is rebuilt
+
+
+def test_wire_shape_is_camel_case_with_explicit_nulls() -> None:
+    model = build_model(LINGERING, meta_status="running", now=at(5))
+    wire = msgspec.json.decode(msgspec.json.encode(model))
+    assert set(wire) == {"participants", "operations", "status", "stacks", "activeStack", "activeParticipant"}
+    assert wire["participants"][0] == {"id": "human:root", "role": "human", "kind": "human"}
+    assert wire["operations"][0] == {
+        "id": "op-1",
+        "kind": "call",
+        "stack": "main",
+        "source": "human:root",
+        "destination": "role:orchestrator:1",
+        "startedAt": at(0),
+        "settledAt": at(1),
+        "lifecycle": "settled",
+        "outcome": None,
+        "metrics": {"tokens": 0, "cachedPromptTokens": 0, "elapsedSeconds": 5},
+    }
+    ret = wire["operations"][-1]
+    assert ret["settledAt"] is None and ret["metrics"] is None and ret["outcome"] == "success"
+    assert wire["stacks"] == [{"id": "main", "root": "human:root"}]
