@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from orchestrator.engine import events as ev
 from orchestrator.engine.effort import CADENCE_FACTOR
-from orchestrator.engine.interrupts import notice_text
+from orchestrator.engine.interrupts import notice_text, plan_modification_text
 from orchestrator.engine.state import RoleFrame
 from orchestrator.runlog.events import CardError, Message, ResultCard
 
@@ -61,6 +61,37 @@ class Interludes:
         if request is not None:
             await self._operator_request(frame, request.kind, request.message)
         return None
+
+    def modify_plan(self, message: str) -> tuple[RoleFrame, list[str]] | None:
+        """Apply an operator plan modification now: every live chain member below the plan owner ends
+        with an ``interrupted`` card at its own boundary (the deepest one's scope is cancelled, so an
+        in-flight model call or tool stops at once and no partial turn reaches a history), and the owner
+        gets the marked message at its next safe point. The owner is the rootmost live instance of
+        ``planOwnerRole``, else the chain root. Returns ``(owner, aborted ids)``, or ``None`` when no role
+        is live. Synchronous: the service calls it from its own task while the run awaits.
+        """
+        run = self._run
+        chain = [f for f in run.state.frames if f.handler_for is None]
+        if not chain:
+            return None
+        triggers = run.settings.deployment.executor.interrupt_triggers
+        owner_role = triggers.plan_owner_role if triggers is not None else None
+        owner = next((f for f in chain if owner_role and f.role == owner_role), chain[0])
+        below = run.state.frames[next(i for i, f in enumerate(run.state.frames) if f is owner) + 1 :]
+        aborted = [f.instance_id for f in below]
+        owner.inbox.append(Message(role="user", content=plan_modification_text(message)))
+        run.log.emit(ev.plan_modification(owner, message, aborted))
+        # Only the deepest live frame is doing anything (its ancestors wait on it): cancelling its scope
+        # stops the in-flight work at once. Trio hands a cancellation to the outermost cancelled scope,
+        # so cancelling every scope would skip the inner frames' boundaries; instead each marked
+        # ancestor sees the mark when its child's card comes back, and ends at its own boundary.
+        run.aborted.update(aborted)
+        for frame in reversed(below):
+            registered = run.registry.get(frame.instance_id)
+            if registered is not None:
+                registered.scope.cancel()
+                break
+        return owner, aborted
 
     # --- the interlude itself --------------------------------------------------------------------
 

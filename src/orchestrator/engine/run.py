@@ -26,7 +26,7 @@ from orchestrator.engine.context import compact, effective_budget
 from orchestrator.engine.effort import effort_directive
 from orchestrator.engine.human import HumanBackend
 from orchestrator.engine.interludes import Interludes
-from orchestrator.engine.interrupts import InterruptQueue, plan_modification_text
+from orchestrator.engine.interrupts import InterruptQueue
 from orchestrator.engine.reconcile import missing_lifecycle_events
 from orchestrator.engine.state import FinishedRoot, PendingTurn, Rejection, RoleFrame, RunState
 from orchestrator.engine.toolcalls import ToolCalls, encode_json, tool_message
@@ -109,7 +109,7 @@ class Run:
         #: parks the run (``needs_clarification``) instead of waiting. Never persisted: a resumed run waits.
         self.queue_tracked = False
         #: instance ids a plan modification cut (a frame not yet registered is cut as it registers)
-        self._aborted: set[str] = set()
+        self.aborted: set[str] = set()
         self._model_lock = trio.Lock()
         self.tools = ToolCalls(self, native_tools or {})
         guild = settings.guild
@@ -205,7 +205,7 @@ class Run:
         card: ResultCard | None = None
         with trio.CancelScope() as frame_scope:
             self.registry[frame.instance_id] = _Registered(frame, frame_scope)
-            if frame.instance_id in self._aborted:
+            if frame.instance_id in self.aborted:
                 frame_scope.cancel()
             try:
                 if frame.role not in self.settings.guild.roles:
@@ -235,7 +235,7 @@ class Run:
 
     def cancelled(self, frame: RoleFrame) -> bool:
         """True once this frame's scope was cancelled (a plan modification): stop before new work."""
-        if frame.instance_id in self._aborted:
+        if frame.instance_id in self.aborted:
             return True
         registered = self.registry.get(frame.instance_id)
         return registered is not None and registered.scope.cancel_called
@@ -285,33 +285,8 @@ class Run:
         return ResultCard(status="needs_clarification", summary=f"waiting for an answer to: {self.state.park_question}")
 
     def modify_plan(self, message: str) -> tuple[RoleFrame, list[str]] | None:
-        """Apply an operator plan modification now: every live chain member below the plan owner ends
-        with an ``interrupted`` card at its own boundary (the deepest one's scope is cancelled, so an
-        in-flight model call or tool stops at once and no partial turn reaches a history), and the owner
-        gets the marked message at its next safe point. The owner is the rootmost live instance of
-        ``planOwnerRole``, else the chain root. Returns ``(owner, aborted ids)``, or ``None`` when no role is live.
-        """
-        chain = [f for f in self.state.frames if f.handler_for is None]
-        if not chain:
-            return None
-        triggers = self.settings.deployment.executor.interrupt_triggers
-        owner_role = triggers.plan_owner_role if triggers is not None else None
-        owner = next((f for f in chain if owner_role and f.role == owner_role), chain[0])
-        below = self.state.frames[next(i for i, f in enumerate(self.state.frames) if f is owner) + 1 :]
-        aborted = [f.instance_id for f in below]
-        owner.inbox.append(Message(role="user", content=plan_modification_text(message)))
-        self.log.emit(ev.plan_modification(owner, message, aborted))
-        # Only the deepest live frame is doing anything (its ancestors wait on it): cancelling its scope
-        # stops the in-flight work at once. Trio hands a cancellation to the outermost cancelled scope,
-        # so cancelling every scope would skip the inner frames' boundaries; instead each marked
-        # ancestor sees the mark when its child's card comes back, and ends at its own boundary.
-        self._aborted.update(aborted)
-        for frame in reversed(below):
-            registered = self.registry.get(frame.instance_id)
-            if registered is not None:
-                registered.scope.cancel()
-                break
-        return owner, aborted
+        """Apply an operator plan modification now (see ``Interludes.modify_plan``)."""
+        return self.interludes.modify_plan(message)
 
     # --- one model turn ------------------------------------------------------------------------
 

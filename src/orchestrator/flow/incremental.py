@@ -38,7 +38,10 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
 
 
 class FlowIndex:
-    """The folded flow state of one run's ``log.jsonl`` plus where each folded event's line lives."""
+    """The folded flow state of one run's ``log.jsonl`` plus where each folded event's line lives.
+
+    Not thread-safe: serialize ``update``, ``model`` and ``details`` (e.g. call them from one task).
+    """
 
     def __init__(self) -> None:
         #: total bytes this index has read from disk (for cost checks)
