@@ -31,6 +31,10 @@ demo *ARGS:
 run *ARGS:
     {{py}} -m orchestrator run {{ARGS}}
 
+# resume the most recent unfinished run in a workspace from its checkpoint
+resume *ARGS:
+    {{py}} -m orchestrator resume {{ARGS}}
+
 # the simulated Responses-API model: just sim --script FILE --port 8080
 sim *ARGS:
     {{py}} -m orchestrator sim-model {{ARGS}}
