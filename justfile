@@ -54,3 +54,15 @@ fuzz *ARGS:
 # the crash harness: SIGKILL a run N times at random instants and resume it (default 50)
 crash N="50":
     CRASH_KILLS={{N}} {{bin}}/pytest -q tests/crash -p no:randomly -s
+
+# every benchmark of benchmarks/ on its scripted sim-model solution (no real model needed)
+bench-suite *ARGS:
+    {{py}} -m orchestrator.foundry benchmarks --sim-solutions {{ARGS}}
+
+# the service load test: 200 concurrent loopback clients polling during a scripted run (60 s)
+load *ARGS:
+    {{py}} bench/load/run.py {{ARGS}}
+
+# the service read-path benchmark alone (1k vs 1M-event logs, 100 WebSocket subscribers; --profile for hot spots)
+log-window *ARGS:
+    {{py}} bench/log_window.py {{ARGS}}

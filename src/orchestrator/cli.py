@@ -1,4 +1,4 @@
-"""The ``orchestrator`` command: ``run``, ``resume``, ``demo``, ``check``, ``sim-model``.
+"""The ``orchestrator`` command: ``serve``, ``run``, ``resume``, ``demo``, ``check``, ``bench``, ``sim-model``.
 
 Exit codes: 0 success; 1 the run ended ``error`` / ``needs_clarification``; 2 invalid configuration or
 usage; 130 interrupted by a signal.
@@ -102,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_args(check)
     check.add_argument("--no-probe", action="store_true", help="do not ask the model endpoint")
     commands.add_parser("sim-model", help="serve the simulated Responses-API model", add_help=False)
+    commands.add_parser("bench", help="run a benchmark suite and validate each result", add_help=False)
     return parser
 
 
@@ -111,6 +112,10 @@ def main(argv: list[str] | None = None) -> int:
         from orchestrator.sim.cli import main as sim_main
 
         return sim_main(argv[1:])
+    if argv and argv[0] == "bench":
+        from orchestrator.foundry.cli import main as bench_main
+
+        return bench_main(argv[1:])
     args = build_parser().parse_args(argv)
     env = dict(os.environ)
     try:

@@ -92,7 +92,7 @@ async def test_demo_runs_out_of_the_box_on_the_built_in_sim(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr.decode()
     assert json.loads(done.stdout)["status"] == "success"
     assert (tmp_path / "ws" / "hello.txt").read_text().startswith("Hello from the Adaptive Orchestrator demo")
-    assert b"worker-2-3" in done.stderr
+    assert b"coder-1-3" in done.stderr
 
 
 async def test_ask_human_is_answered_from_an_answers_file(tmp_path: Path, sim_for) -> None:

@@ -63,10 +63,10 @@ def test_shipped_guild_loads() -> None:
     for role in guild.roles.values():
         assert set(role.tools) <= set(guild.tools)
         assert role.system_prompt.strip()
-    worker = guild.roles["worker"]
+    coder = guild.roles["coder"]
     style = (REPO / "guild" / "prompts" / "style.md").read_text()
-    prompt = (REPO / "guild" / "prompts" / "worker.md").read_text()
-    assert worker.system_prompt == prompt.rstrip("\n") + "\n\n" + style
+    prompt = (REPO / "guild" / "prompts" / "coder.md").read_text()
+    assert coder.system_prompt == prompt.rstrip("\n") + "\n\n" + style
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ from orchestrator.engine.state import RunState
 from orchestrator.llm import LlmClient, LlmTimeouts
 from orchestrator.runlog.events import ResultCard, RunEvent
 from orchestrator.runlog.writer import LogLevel, RunLog, utc_timestamp
-from orchestrator.tools import NativeTool, default_native_tools
+from orchestrator.tools import NativeTool, default_native_tools, ensure_git_exclude
 
 __all__ = [
     "InvalidContinuation",
@@ -191,6 +191,7 @@ def prepare_run(
         task = f"{task}\n\n{briefing}"
     run_id = new_run_id(now or datetime.now(UTC))
     run_dir = create_run_dir(workspace, run_id)
+    ensure_git_exclude(workspace)  # best effort: keep the bookkeeping out of the project's git
     meta = RunMeta(
         run_id=run_id,
         task=request.task,

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["ToolCalls", "encode_json", "tool_message"]
 
 _encoder = msgspec.json.Encoder()
+CHECKER_TOOLS = frozenset({"typecheck", "test"})
 _INSPECTION = frozenset({"list_role_messages", "read_message_window", "search_role_blocks", "recent_role_tool_calls"})
 
 
@@ -228,7 +229,11 @@ class ToolCalls:
         if isinstance(requested, int | float) and not isinstance(requested, bool) and 0 < requested < timeout:
             timeout = float(requested)
         ctx = ToolContext(workspace=run.workspace, frame=frame, timeout_seconds=timeout, services=run)
-        with trio.move_on_after(timeout) as tool_budget:
+        budget = timeout
+        if name in CHECKER_TOOLS:  # the timeout is per command: the call may take one per command
+            commands = arguments.get("commands")
+            budget = timeout * max(len(commands) if isinstance(commands, list) else 1, 1) + 5.0
+        with trio.move_on_after(budget) as tool_budget:
             return await tool(ctx, arguments)
         assert tool_budget.cancelled_caught
-        return failure("timeout", f"{name} did not finish within {timeout:g}s and was stopped")
+        return failure("timeout", f"{name} did not finish within {budget:g}s and was stopped")

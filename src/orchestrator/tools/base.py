@@ -18,7 +18,7 @@ from orchestrator.runlog.events import ResultCard, ToolResult
 if TYPE_CHECKING:
     from orchestrator.engine.state import RoleFrame
 
-__all__ = ["NativeTool", "ToolContext", "ToolOutcome", "failure", "success"]
+__all__ = ["NativeTool", "ToolContext", "ToolError", "ToolOutcome", "failure", "success"]
 
 
 def success(data: Any) -> ToolResult:
@@ -27,6 +27,23 @@ def success(data: Any) -> ToolResult:
 
 def failure(kind: str, message: str, details: Any = UNSET) -> ToolResult:
     return ToolResult(kind=kind, message=message, details=details)
+
+
+class ToolError(Exception):
+    """Raised inside a tool's own code to stop with an error result; the tool turns it into one.
+
+    Never crosses into the engine: each native tool catches it at its boundary (``except ToolError as
+    exc: return exc.result()``).
+    """
+
+    def __init__(self, kind: str, message: str, details: Any = UNSET) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.details = details
+
+    def result(self) -> ToolResult:
+        return failure(self.kind, self.message, self.details)
 
 
 @dataclass

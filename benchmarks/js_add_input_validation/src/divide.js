@@ -1,0 +1,8 @@
+'use strict';
+
+/** a / b. */
+function divide(a, b) {
+  return a / b;
+}
+
+module.exports = { divide };

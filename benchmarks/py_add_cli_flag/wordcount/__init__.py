@@ -1,0 +1,1 @@
+"""Count the words of a text file."""
