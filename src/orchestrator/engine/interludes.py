@@ -48,6 +48,8 @@ class Interludes:
         if frame.handler_for is not None:
             return None
         run = self._run
+        while (early := run.interrupts.take_early_plan_modification()) is not None:
+            self.modify_plan(early)
         executor = run.settings.deployment.executor
         if frame.parked_rejection is not None:
             return await self._context_rejection(frame)

@@ -35,6 +35,14 @@ class InterruptQueue:
 
     def __init__(self) -> None:
         self._requests: deque[OperatorRequest] = deque()
+        #: plan modifications that arrived before any role was live; applied at the first safe point
+        self._early_plans: deque[str] = deque()
+
+    def post_early_plan_modification(self, message: str) -> None:
+        self._early_plans.append(message)
+
+    def take_early_plan_modification(self) -> str | None:
+        return self._early_plans.popleft() if self._early_plans else None
 
     def post_notice(self, message: str) -> None:
         self._requests.append(OperatorRequest("notice", message))
@@ -47,4 +55,4 @@ class InterruptQueue:
 
     @property
     def pending(self) -> bool:
-        return bool(self._requests)
+        return bool(self._requests) or bool(self._early_plans)

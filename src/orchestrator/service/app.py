@@ -235,10 +235,10 @@ def create_app(service: Service) -> QuartTrio:
         if params.detail is not None:
             detail = event_detail(index, params.detail, agg=index.aggregate)
             return _json(detail) if detail is not None else _error("not_found", 404)
-        window = log_window(
-            index, offset=params.offset, limit=params.limit, instance=params.instance, agg=index.aggregate
-        )
-        if params.format == "text":
+        text = params.format == "text"  # the text export is run-wide: ``instance`` does not scope it
+        instance = None if text else params.instance
+        window = log_window(index, offset=params.offset, limit=params.limit, instance=instance, agg=index.aggregate)
+        if text:
             body, filename = log_text(run_id, window["events"])
             return Response(
                 body,
@@ -285,8 +285,8 @@ def create_app(service: Service) -> QuartTrio:
             return _error("run_not_active", 409)
         if kind == "inquiry":
             active.interrupts.post_inquiry(message)
-        elif active.run is not None:
-            active.run.modify_plan(message)
+        elif active.run is None or active.run.modify_plan(message) is None:
+            active.interrupts.post_early_plan_modification(message)  # no role live yet: at its first safe point
         return _json({"ok": True}, 202)
 
     # --- human questions ---------------------------------------------------------------------------
@@ -392,11 +392,20 @@ def create_app(service: Service) -> QuartTrio:
             async with trio.open_nursery() as nursery:
 
                 async def forward() -> None:
-                    async for payload in subscription.receive:
-                        await websocket.send(payload.decode())
+                    async for run_id, payload in subscription.receive:
+                        if run_id == subscription.run_id:  # not a leftover of a replaced subscription
+                            await websocket.send(payload.decode())
                     nursery.cancel_scope.cancel()  # dropped as too slow: close the socket
 
+                async def close_when_stopping() -> None:
+                    # hypercorn never closes a WebSocket politely (the client would see 1006 after the
+                    # graceful timeout, which also holds the exit): say "going away" ourselves.
+                    await service.stopping.wait()
+                    await websocket.close(1001, "server shutting down")
+                    nursery.cancel_scope.cancel()
+
                 nursery.start_soon(forward)
+                nursery.start_soon(close_when_stopping)
                 while True:
                     message = await websocket.receive()
                     try:

@@ -36,7 +36,7 @@ from orchestrator.service.briefing import cancelled_since, completed_since, inte
 from orchestrator.service.hub import StreamHub
 from orchestrator.service.human import PendingQuestions
 from orchestrator.service.queue_store import QueueStore
-from orchestrator.service.summary import first_line, summarize_run, write_summary
+from orchestrator.service.summary import first_line, interrupt_history, summarize_run, write_summary
 
 __all__ = ["RunInProgress", "Service"]
 
@@ -73,6 +73,8 @@ class Service:
         self.hub = StreamHub()
         self.active: ActiveRun | None = None
         self.gate_open = True
+        #: Set when the wind-down is over and serving stops: live-stream sockets close with 1001.
+        self.stopping = trio.Event()
         self._tick_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
 
@@ -114,32 +116,36 @@ class Service:
     async def tick(self) -> str | None:
         """One scheduler cycle (orchestration.md §2.3). Returns the id of a run it started, if any."""
         async with self._tick_lock:
-            items = self.queue.load()
-            if any(i.status == "active" for i in items):
-                await self.queue.apply(lambda items: q.transition(items, q.Repair(self._metas(items)), _now()))
-            if not self.gate_open or self.active is not None:
-                return None
-            items = self.queue.load()
-            item = q.next_dispatch(items)
-            if item is None:
-                return None
-            await self.queue.apply(lambda items: q.transition(items, q.Dispatch(item.id), _now()))
-            for attempt in range(COLLISION_RETRIES + 1):
-                try:
-                    run_id = self._start(item)
-                except RunIdCollision:
-                    if attempt == COLLISION_RETRIES:
-                        await self.queue.apply(lambda items: q.transition(items, q.Release(item.id), _now()))
-                        raise
-                    await trio.sleep(COLLISION_SLEEP)
-                    current = next((i for i in self.queue.load() if i.id == item.id), None)
-                    if current is None or current.status != "active" or current.run_id:
-                        return None
-                    continue
-                bind = q.Bind(item.id, run_id)
-                await self.queue.apply(lambda items, bind=bind: q.transition(items, bind, _now()))
-                return run_id
+            return await self._tick_locked()
+
+    async def _tick_locked(self) -> str | None:
+        """``tick`` with ``_tick_lock`` held by the caller."""
+        items = self.queue.load()
+        if any(i.status == "active" for i in items):
+            await self.queue.apply(lambda items: q.transition(items, q.Repair(self._metas(items)), _now()))
+        if not self.gate_open or self.active is not None:
             return None
+        items = self.queue.load()
+        item = q.next_dispatch(items)
+        if item is None:
+            return None
+        await self.queue.apply(lambda items: q.transition(items, q.Dispatch(item.id), _now()))
+        for attempt in range(COLLISION_RETRIES + 1):
+            try:
+                run_id = self._start(item)
+            except RunIdCollision:
+                if attempt == COLLISION_RETRIES:
+                    await self.queue.apply(lambda items: q.transition(items, q.Release(item.id), _now()))
+                    raise
+                await trio.sleep(COLLISION_SLEEP)
+                current = next((i for i in self.queue.load() if i.id == item.id), None)
+                if current is None or current.status != "active" or current.run_id:
+                    return None
+                continue
+            bind = q.Bind(item.id, run_id)
+            await self.queue.apply(lambda items, bind=bind: q.transition(items, bind, _now()))
+            return run_id
+        return None
 
     def _request(self, item: q.QueueItem) -> tuple[RunRequest, str]:
         """The submission for an item: resolved effort/level, continuation lineage, interim briefing."""
@@ -248,7 +254,7 @@ class Service:
         meta = read_meta(active.run_dir)
         task = meta.task if meta is not None else active.task
         try:
-            await summarize_run(self.settings, active.run_dir, task, card, [])
+            await summarize_run(self.settings, active.run_dir, task, card, interrupt_history(active.run_dir))
         except Exception:  # best effort
             log.exception("summary for %s failed", active.run_id)
 
@@ -259,15 +265,18 @@ class Service:
     ) -> str:
         """``POST /api/runs``: refuse when busy (before enqueuing), else enqueue at the head and start it
         in this request. Raises ``RunInProgress`` or ``RunIdCollision`` (its item withdrawn)."""
-        if self.active is not None or not self.gate_open:
-            raise RunInProgress
-        event = q.Enqueue(task=task, effort=effort, log_level=log_level, continues_from=continues_from, at_head=True)
-        await self.queue.apply(lambda items: q.transition(items, event, _now()))
-        try:
-            run_id = await self.tick()
-        except RunIdCollision:
-            await self.queue.apply(lambda items: q.transition(items, q.Withdraw(event.item_id), _now()))
-            raise
+        async with self._tick_lock:  # check, enqueue and dispatch as one step: no other tick in between
+            if self.active is not None or not self.gate_open:
+                raise RunInProgress
+            event = q.Enqueue(
+                task=task, effort=effort, log_level=log_level, continues_from=continues_from, at_head=True
+            )
+            await self.queue.apply(lambda items: q.transition(items, event, _now()))
+            try:
+                run_id = await self._tick_locked()
+            except RunIdCollision:
+                await self.queue.apply(lambda items: q.transition(items, q.Withdraw(event.item_id), _now()))
+                raise
         if run_id is None:
             raise RunInProgress
         return run_id
@@ -282,7 +291,13 @@ class Service:
 
     async def wind_down(self, seconds: float, second_signal: trio.Event) -> bool:
         """Close the gate, ask the active run to wind down, wait up to ``seconds`` (or a second signal),
-        then abandon it. Returns whether a run was still active at the end."""
+        then abandon it. Returns whether a run was still active at the end. Sets ``stopping`` last."""
+        try:
+            return await self._wind_down(seconds, second_signal)
+        finally:
+            self.stopping.set()
+
+    async def _wind_down(self, seconds: float, second_signal: trio.Event) -> bool:
         self.gate_open = False
         active = self.active
         if active is None:

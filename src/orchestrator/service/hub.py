@@ -18,10 +18,11 @@ __all__ = ["SUBSCRIBER_BUFFER", "DeltaMessage", "StreamHub", "Subscription"]
 SUBSCRIBER_BUFFER = 256
 
 
-class DeltaMessage(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
-    """Server → client ``{"type":"delta","runId","roleId","role","field","text","reset"?}``."""
+class DeltaMessage(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True, tag_field="type", tag="delta"):
+    """Server → client ``{"type":"delta","runId","roleId","role","field","text","reset"?}``.
 
-    type: str = "delta"
+    ``type`` is the struct tag: a tag is always encoded, where a defaulted field would be omitted."""
+
     run_id: str
     role_id: str
     role: str
@@ -31,17 +32,19 @@ class DeltaMessage(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=T
 
 
 class Subscription:
-    """One WebSocket's view of the hub: which run it follows, and its receive channel."""
+    """One WebSocket's view of the hub: which run it follows, and its receive channel of
+    ``(run_id, payload)`` pairs (the sender skips pairs whose run is no longer the subscribed one, so a
+    re-subscribe also drops what was buffered for the previous run)."""
 
     def __init__(self, hub: StreamHub) -> None:
         self.run_id: str | None = None
-        self._send, self.receive = trio.open_memory_channel[bytes](SUBSCRIBER_BUFFER)
+        self._send, self.receive = trio.open_memory_channel[tuple[str, bytes]](SUBSCRIBER_BUFFER)
         self._hub = hub
         self.dropped = False
 
-    def offer(self, payload: bytes) -> None:
+    def offer(self, run_id: str, payload: bytes) -> None:
         try:
-            self._send.send_nowait(payload)
+            self._send.send_nowait((run_id, payload))
         except trio.WouldBlock:
             self.dropped = True
             self._hub.remove(self)
@@ -90,4 +93,4 @@ class StreamHub:
         )
         for subscription in list(self._subscribers):
             if subscription.run_id == delta.run_id:
-                subscription.offer(payload)
+                subscription.offer(delta.run_id, payload)

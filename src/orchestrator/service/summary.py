@@ -13,11 +13,12 @@ import msgspec
 import trio
 
 from orchestrator.config import Settings
+from orchestrator.flow.incremental import decode_line
 from orchestrator.fsutil import atomic_write
 from orchestrator.llm import LlmClient, LlmTimeouts, Turn, build_request
 from orchestrator.runlog.events import Message, ResultCard
 
-__all__ = ["derived_summary", "first_line", "summarize_run", "write_summary"]
+__all__ = ["derived_summary", "first_line", "interrupt_history", "summarize_run", "write_summary"]
 
 SUMMARY_CHARS = 120
 _PROMPT = (
@@ -37,6 +38,29 @@ def derived_summary(task: str, card: ResultCard | None) -> str:
     if card is None:
         return head
     return first_line(f"{head} — {card.status}: {first_line(card.summary, 60)}")
+
+
+def interrupt_history(run_dir: Path) -> list[str]:
+    """The operator interrupts of a run (inquiries and plan modifications), oldest first, from its log.
+
+    A byte scan: only the few lines that can be such events are decoded."""
+    history: list[str] = []
+    try:
+        with (run_dir / "log.jsonl").open("rb") as handle:
+            for line in handle:
+                if b'"interrupt"' not in line and b'"plan_modification"' not in line:
+                    continue
+                event = decode_line(line)
+                payload = event.get("payload") if event is not None else None
+                if event is None or not isinstance(payload, dict) or not isinstance(payload.get("message"), str):
+                    continue
+                if event["type"] == "interrupt" and payload.get("trigger") == "inquiry":
+                    history.append(f"inquiry: {first_line(payload['message'])}")
+                elif event["type"] == "plan_modification":
+                    history.append(f"plan modification: {first_line(payload['message'])}")
+    except OSError:
+        pass
+    return history
 
 
 def write_summary(run_dir: Path, line: str) -> None:
