@@ -25,6 +25,7 @@ from orchestrator.projectsettings import ProjectSettings, read_project_settings,
 from orchestrator.runlog.writer import utc_timestamp
 from orchestrator.service import queue as q
 from orchestrator.service.core import RunInProgress, Service
+from orchestrator.service.hub import coalesce
 from orchestrator.service.runindex import RunIndexes
 from orchestrator.service.views import (
     event_detail,
@@ -200,7 +201,7 @@ def create_app(service: Service) -> QuartTrio:
             and ((run_dir / "meta.json").exists() or (run_dir / "log.jsonl").exists())
         )
 
-    def _view(run_id: str) -> Response:
+    async def _view(run_id: str) -> Response:
         if not _known(run_id):
             return _error("not_found", 404)
         run_dir = runs_root(service.workspace) / run_id
@@ -208,7 +209,7 @@ def create_app(service: Service) -> QuartTrio:
         view = run_view(
             run_id,
             read_meta(run_dir),
-            indexes.get(run_id).aggregate,
+            (await indexes.get(run_id)).aggregate,
             plan=read_text(run_dir / "plan.md"),
             interrupt_pending=active is not None and active.run_id == run_id and active.interrupt_pending,
             now=now(),
@@ -217,20 +218,20 @@ def create_app(service: Service) -> QuartTrio:
 
     @app.get("/api/runs/<run_id>")
     async def get_run(run_id: str) -> Response:
-        return _view(run_id)
+        return await _view(run_id)
 
     @app.get("/api/run")
     async def get_latest() -> Response:
         run_id = latest_run_id(service.workspace)
         if run_id is None:
             return _error("no_run", 404)
-        return _view(run_id)
+        return await _view(run_id)
 
     @app.get("/api/runs/<run_id>/log")
     async def get_log(run_id: str) -> Response:
         if not _known(run_id):
             return _error("not_found", 404)
-        index = indexes.get(run_id)
+        index = await indexes.get(run_id)
         params = parse_window_params(request.args)
         if params.detail is not None:
             detail = event_detail(index, params.detail, agg=index.aggregate)
@@ -247,10 +248,10 @@ def create_app(service: Service) -> QuartTrio:
             )
         return _json({"runId": run_id, **window})
 
-    def _flow(run_id: str) -> Response:
+    async def _flow(run_id: str) -> Response:
         if not _known(run_id):
             return _error("not_found", 404)
-        index = indexes.get(run_id)
+        index = await indexes.get(run_id)
         operation = request.args.get("operation")
         if operation is not None:
             try:
@@ -262,12 +263,12 @@ def create_app(service: Service) -> QuartTrio:
 
     @app.get("/api/runs/<run_id>/flow")
     async def get_flow(run_id: str) -> Response:
-        return _flow(run_id)
+        return await _flow(run_id)
 
     @app.get("/api/run/flow")
     async def get_latest_flow() -> Response:
         run_id = latest_run_id(service.workspace)
-        return _flow(run_id) if run_id is not None else _error("no_run", 404)
+        return await _flow(run_id) if run_id is not None else _error("no_run", 404)
 
     @app.post("/api/runs/<run_id>/interrupt")
     async def post_interrupt(run_id: str) -> Response:
@@ -392,9 +393,16 @@ def create_app(service: Service) -> QuartTrio:
             async with trio.open_nursery() as nursery:
 
                 async def forward() -> None:
-                    async for run_id, payload in subscription.receive:
-                        if run_id == subscription.run_id:  # not a leftover of a replaced subscription
-                            await websocket.send(payload.decode())
+                    async for first in subscription.receive:
+                        batch = [first]
+                        while True:  # whatever else is already buffered goes out merged
+                            try:
+                                batch.append(subscription.receive.receive_nowait())
+                            except (trio.WouldBlock, trio.EndOfChannel):
+                                break
+                        for message in coalesce(batch):
+                            if message.run_id == subscription.run_id:  # not a leftover of a replaced subscription
+                                await websocket.send(_encoder.encode(message).decode())
                     nursery.cancel_scope.cancel()  # dropped as too slow: close the socket
 
                 async def close_when_stopping() -> None:

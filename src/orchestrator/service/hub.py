@@ -12,7 +12,7 @@ import trio
 
 from orchestrator.engine.run import StreamDelta
 
-__all__ = ["SUBSCRIBER_BUFFER", "DeltaMessage", "StreamHub", "Subscription"]
+__all__ = ["SUBSCRIBER_BUFFER", "DeltaMessage", "StreamHub", "Subscription", "coalesce"]
 
 #: Deltas buffered per subscriber before it counts as too slow and is dropped.
 SUBSCRIBER_BUFFER = 256
@@ -33,18 +33,18 @@ class DeltaMessage(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=T
 
 class Subscription:
     """One WebSocket's view of the hub: which run it follows, and its receive channel of
-    ``(run_id, payload)`` pairs (the sender skips pairs whose run is no longer the subscribed one, so a
+    ``DeltaMessage`` values (the sender skips messages whose run is no longer the subscribed one, so a
     re-subscribe also drops what was buffered for the previous run)."""
 
     def __init__(self, hub: StreamHub) -> None:
         self.run_id: str | None = None
-        self._send, self.receive = trio.open_memory_channel[tuple[str, bytes]](SUBSCRIBER_BUFFER)
+        self._send, self.receive = trio.open_memory_channel[DeltaMessage](SUBSCRIBER_BUFFER)
         self._hub = hub
         self.dropped = False
 
-    def offer(self, run_id: str, payload: bytes) -> None:
+    def offer(self, message: DeltaMessage) -> None:
         try:
-            self._send.send_nowait((run_id, payload))
+            self._send.send_nowait(message)
         except trio.WouldBlock:
             self.dropped = True
             self._hub.remove(self)
@@ -81,16 +81,34 @@ class StreamHub:
         """Called by the run for every streamed delta. Never blocks; drops subscribers that lag."""
         if delta.run_id != self.active_run or not self._subscribers:
             return
-        payload = self._encoder.encode(
-            DeltaMessage(
-                run_id=delta.run_id,
-                role_id=delta.role_id,
-                role=delta.role,
-                field=delta.field,
-                text=delta.text,
-                reset=delta.reset,
-            )
+        message = DeltaMessage(
+            run_id=delta.run_id,
+            role_id=delta.role_id,
+            role=delta.role,
+            field=delta.field,
+            text=delta.text,
+            reset=delta.reset,
         )
         for subscription in list(self._subscribers):
             if subscription.run_id == delta.run_id:
-                subscription.offer(delta.run_id, payload)
+                subscription.offer(message)
+
+
+def coalesce(messages: list[DeltaMessage]) -> list[DeltaMessage]:
+    """Merge consecutive deltas of the same run, instance and field into one (pure).
+
+    A ``reset`` delta always starts a new message, so a client still clears its text exactly when the
+    stream restarted; merging only saves sends when a viewer falls behind the model.
+    """
+    merged: list[DeltaMessage] = []
+    for message in messages:
+        last = merged[-1] if merged else None
+        if (
+            last is not None
+            and not message.reset
+            and (last.run_id, last.role_id, last.field) == (message.run_id, message.role_id, message.field)
+        ):
+            merged[-1] = msgspec.structs.replace(last, text=last.text + message.text)
+        else:
+            merged.append(message)
+    return merged

@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, overload
 
+import trio
+
 from orchestrator.flow import FlowState, InteractionModel, finalize, fold, operation_details
 from orchestrator.flow.incremental import decode_line
-from orchestrator.service.logwindow import RunAggregate
+from orchestrator.service.logwindow import RECENT_ROWS, RunAggregate
 
 __all__ = ["RunIndex", "RunIndexes"]
 
@@ -53,20 +55,22 @@ class RunIndex(Sequence[dict[str, Any]]):
         end = data.rfind(b"\n") + 1
         base = self._read_to
         self._read_to += end
-        new = 0
+        batch: list[dict[str, Any]] = []
         start = 0
         while start < end:
             stop = data.index(b"\n", start)
             event = decode_line(data[start:stop])
             if event is not None:
-                index = len(self._starts)
                 self._starts.append(base + start)
                 self._lengths.append(stop - start)
-                self.aggregate.add(event, index)
-                fold(self.flow, event)
-                new += 1
+                batch.append(event)
             start = stop + 1
-        return new
+        first = len(self._starts) - len(batch)
+        rows_from = len(batch) - RECENT_ROWS  # only the last rows can survive in recentLog: render only those
+        for k, event in enumerate(batch):
+            self.aggregate.add(event, first + k, row=k >= rows_from)
+            fold(self.flow, event)
+        return len(batch)
 
     def __len__(self) -> int:
         return len(self._starts)
@@ -115,15 +119,22 @@ class RunIndexes:
         self._root = runs_root
         self._capacity = capacity
         self._indexes: OrderedDict[str, RunIndex] = OrderedDict()
+        self._locks: dict[str, trio.Lock] = {}
 
-    def get(self, run_id: str) -> RunIndex:
+    async def get(self, run_id: str) -> RunIndex:
+        """The run's index, caught up with its log. The fold runs in a worker thread (the first poll of
+        a million-event log takes seconds and must not stall the service or the active run); one
+        update per index at a time."""
         index = self._indexes.get(run_id)
         if index is None:
             index = RunIndex(self._root / run_id)
             self._indexes[run_id] = index
+            self._locks[run_id] = trio.Lock()
             if len(self._indexes) > self._capacity:
-                self._indexes.popitem(last=False)
+                gone, _ = self._indexes.popitem(last=False)
+                self._locks.pop(gone, None)
         else:
             self._indexes.move_to_end(run_id)
-        index.update()
+        async with self._locks[run_id]:
+            await trio.to_thread.run_sync(index.update)
         return index

@@ -49,6 +49,7 @@ def _config(host: str, port: int) -> Config:
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.graceful_timeout = 3.0
+    config.backlog = 1024  # a burst of clients (a load test, many tabs) must not overflow the accept queue
     config.accesslog = None
     config.errorlog = "-"
     return config
