@@ -19,14 +19,31 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import ClassVar, Literal
+from datetime import datetime
+from typing import ClassVar
 
 import msgspec
 
 from orchestrator.engine.runfolder import RUN_ID_PATTERN, TERMINAL_STATUSES, RunMeta
-from orchestrator.errors import OrchestratorError
-from orchestrator.schema import Base
+from orchestrator.service.queue_items import (
+    EFFORTS,
+    LIVE_STATUSES,
+    LOG_LEVELS,
+    PARK_PREFIX,
+    STATUSES,
+    InvalidQueueBody,
+    ItemStatus,
+    QueueError,
+    QueueFile,
+    QueueItem,
+    QueueNotFound,
+    QueueTransitionError,
+    check_task,
+    check_tier,
+    format_timestamp,
+    parse_position,
+    parse_timestamp,
+)
 
 __all__ = [
     "EFFORTS",
@@ -65,128 +82,6 @@ __all__ = [
     "parse_timestamp",
     "transition",
 ]
-
-ItemStatus = Literal["waiting", "active", "needs_input", "done", "error", "cancelled"]
-EffortTier = Literal["quick", "standard", "thorough"]
-LogLevelName = Literal["full", "standard"]
-STATUSES: frozenset[str] = frozenset(ItemStatus.__args__)  # type: ignore[attr-defined]
-EFFORTS: frozenset[str] = frozenset(EffortTier.__args__)  # type: ignore[attr-defined]
-LOG_LEVELS: frozenset[str] = frozenset(LogLevelName.__args__)  # type: ignore[attr-defined]
-#: Statuses that no pruning, move or repair may ever drop from the file.
-LIVE_STATUSES: frozenset[str] = frozenset({"waiting", "active", "needs_input"})
-#: The parked run's summary is ``PARK_PREFIX + question`` (orchestrator.md §2.5).
-PARK_PREFIX = "waiting for an answer to: "
-
-
-def parse_timestamp(value: str) -> datetime | None:
-    """An ISO-8601 timestamp as an aware datetime (naive = UTC), or ``None`` when it does not parse."""
-    try:
-        parsed = datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-
-
-def format_timestamp(now: datetime) -> str:
-    """``now`` in the project's timestamp form: UTC, milliseconds, ``Z`` (as ``utc_timestamp``)."""
-    aware = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
-    return aware.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-class QueueItem(Base, frozen=True, kw_only=True):
-    """One queued task. Optional fields are ``None`` in memory and omitted on disk, never null.
-
-    Decoding (and construction) checks every field rule of §2.1; a violation is a
-    ``msgspec.ValidationError`` on decode, a ``ValueError`` on construction.
-    """
-
-    id: str
-    task: str
-    effort: EffortTier | None = None
-    log_level: LogLevelName | None = None
-    continues_from: str | None = None
-    status: ItemStatus
-    run_id: str | None = None
-    queued_at: str
-    settled_at: str | None = None
-    question: str | None = None
-    answer: str | None = None
-    result_summary: str | None = None
-    error: str | None = None
-
-    def __post_init__(self) -> None:
-        if not self.id:
-            raise ValueError("id must be a non-empty string")
-        if not self.task:
-            raise ValueError("task must be a non-empty string")
-        for name in ("continues_from", "run_id"):
-            value = getattr(self, name)
-            if value is not None and not RUN_ID_PATTERN.match(value):
-                raise ValueError(f"{name} {value!r} is not a run id (run-YYYYMMDD-HHMMSS)")
-        for name in ("queued_at", "settled_at"):
-            value = getattr(self, name)
-            if value is not None and parse_timestamp(value) is None:
-                raise ValueError(f"{name} {value!r} is not an ISO-8601 timestamp")
-
-
-class QueueFile(Base):
-    """``.orchestration/queue.json``: the items, head first."""
-
-    items: list[QueueItem] = []
-
-
-# --- errors --------------------------------------------------------------------------------------
-
-
-class QueueError(OrchestratorError):
-    """A queue operation refused; ``code`` is the API error string."""
-
-    code: ClassVar[str] = "invalid_body"
-    kind = "invalid_body"
-
-
-class QueueNotFound(QueueError):
-    code = kind = "not_found"
-
-    def __init__(self, item_id: str) -> None:
-        super().__init__(f"no queue item has id {item_id!r}", item_id=item_id)
-        self.item_id = item_id
-
-
-class QueueTransitionError(QueueError):
-    code = kind = "status_forbidden"
-
-    def __init__(self, status: str | None, event: str, detail: str = "") -> None:
-        text = f"a {status or 'new'} item cannot take the event {event!r}"
-        super().__init__(f"{text}: {detail}" if detail else text, status=status, event=event)
-        self.status = status
-        self.event = event
-
-
-class InvalidQueueBody(QueueError):
-    code = kind = "invalid_body"
-
-
-def parse_position(value: object) -> int:
-    """A PATCH ``position`` as an int (any int: the move clamps it). Raises ``InvalidQueueBody``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidQueueBody(f"position must be a number, got {value!r}")
-    if isinstance(value, float) and not value.is_integer():
-        raise InvalidQueueBody(f"position must be a whole number, got {value!r}")
-    return int(value)
-
-
-def _check_task(task: str) -> None:
-    if not isinstance(task, str) or not task.strip():
-        raise InvalidQueueBody("task must be a non-empty string")
-
-
-def _check_tier(effort: str | None, log_level: str | None = None) -> None:
-    if effort is not None and effort not in EFFORTS:
-        raise InvalidQueueBody(f"effort must be one of quick, standard, thorough, got {effort!r}")
-    if log_level is not None and log_level not in LOG_LEVELS:
-        raise InvalidQueueBody(f"logLevel must be full or standard, got {log_level!r}")
-
 
 # --- events --------------------------------------------------------------------------------------
 
@@ -366,8 +261,8 @@ Handler = Callable[[list[QueueItem], int, QueueEvent, str], tuple[list[QueueItem
 
 def _enqueue(items: list[QueueItem], _i: int, ev: QueueEvent, now: str) -> tuple[list[QueueItem], Effects]:
     assert isinstance(ev, Enqueue)
-    _check_task(ev.task)
-    _check_tier(ev.effort, ev.log_level)
+    check_task(ev.task)
+    check_tier(ev.effort, ev.log_level)
     if ev.continues_from is not None and not RUN_ID_PATTERN.match(ev.continues_from):
         raise InvalidQueueBody(f"continuesFrom {ev.continues_from!r} is not a run id (run-YYYYMMDD-HHMMSS)")
     if any(item.id == ev.item_id for item in items):
@@ -431,8 +326,8 @@ def _move(items: list[QueueItem], i: int, position: int) -> list[QueueItem]:
 def _edit(items: list[QueueItem], i: int, ev: QueueEvent, _now: str) -> tuple[list[QueueItem], Effects]:
     assert isinstance(ev, Edit)
     if ev.task is not None:
-        _check_task(ev.task)
-    _check_tier(ev.effort)
+        check_task(ev.task)
+    check_tier(ev.effort)
     new = items[i]
     if ev.task is not None:
         new = msgspec.structs.replace(new, task=ev.task)
