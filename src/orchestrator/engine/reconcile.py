@@ -4,7 +4,8 @@ Every run without a terminal meta (none, or one still ``running``) is a candidat
 candidate with a valid checkpoint resumes under its own id; every other candidate — no checkpoint, a
 corrupt one, or superseded by a newer resumable run — gets a terminal ``meta.json`` with
 ``status: "interrupted"`` and ``error: {kind: "interrupted", message}`` saying why, its original fields
-kept, and its checkpoint files removed.
+kept, and its checkpoint files removed. A run whose meta is already terminal only has leftovers of
+a kill during its last writes tidied away.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def reconcile_runs(workspace: Path, *, guild_path: str = "") -> Reconciliation:
     for run_dir in run_dirs:
         meta = read_meta(run_dir)
         if meta is not None and meta.status in TERMINAL_STATUSES:
+            _tidy_finished(run_dir)
             continue
         if result.resumable is not None:
             reason = f"superseded by the newer resumable run {result.resumable.run_dir.name}"
@@ -70,6 +72,14 @@ def reconcile_runs(workspace: Path, *, guild_path: str = "") -> Reconciliation:
         _mark_interrupted(run_dir, meta, reason, guild_path)
         result.interrupted[run_dir.name] = reason
     return result
+
+
+def _tidy_finished(run_dir: Path) -> None:
+    """A kill between the terminal meta and the checkpoint delete (or inside the meta's atomic write)
+    leaves files nothing will read again: remove them (best effort)."""
+    delete_checkpoint(run_dir)
+    for stray in run_dir.glob("meta.json.*.tmp"):
+        stray.unlink(missing_ok=True)
 
 
 def _mark_interrupted(run_dir: Path, meta: RunMeta | None, reason: str, guild_path: str) -> None:

@@ -73,7 +73,10 @@ def create_run_dir(workspace: Path, run_id: str) -> Path:
 
 
 def write_meta(run_dir: Path, meta: RunMeta) -> None:
+    """Replace ``meta.json`` atomically; temp files a killed writer left behind are removed."""
     atomic_write(run_dir / "meta.json", _encoder.encode(meta))
+    for stray in run_dir.glob("meta.json.*.tmp"):
+        stray.unlink(missing_ok=True)
 
 
 def read_meta(run_dir: Path) -> RunMeta | None:
