@@ -19,7 +19,7 @@ lint:
     {{bin}}/ruff check src tests bench fuzz
     {{bin}}/ruff format --check src tests bench fuzz || true
 
-# serve the web UI and API on this directory against the configured model (http://127.0.0.1:8080)
+# serve the web UI and API on this directory against the configured model (http://127.0.0.1:8765)
 serve *ARGS:
     {{py}} -m orchestrator serve {{ARGS}}
 
