@@ -73,7 +73,12 @@ def _add_serve_args(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--workspace", metavar="DIR", help="project the runs work in")
         _add_config_args(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8765, help="port to bind (default 8765, clear of llama-server's 8080; 0 picks a free one)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=8765,
+        help="port to bind (default 8765, clear of llama-server's 8080; 0 picks a free one)",
+    )
     parser.add_argument("--port-file", metavar="PATH", help="write the bound port here once listening")
 
 
