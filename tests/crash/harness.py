@@ -318,9 +318,11 @@ def card_of(value: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def checkpoint_files(run_dir: Path) -> list[str]:
+def leftover_files(run_dir: Path) -> list[str]:
+    """What must be gone once a run's meta is terminal: the checkpoint and any ``*.tmp`` a killed
+    atomic write left (``state.json.<pid>.tmp``, ``meta.json.<pid>.tmp``)."""
     names = ["state.json", "journal.jsonl"]
-    return sorted(n for n in names if (run_dir / n).exists()) + sorted(p.name for p in run_dir.glob("state.json.*.tmp"))
+    return sorted(n for n in names if (run_dir / n).exists()) + sorted(p.name for p in run_dir.glob("*.tmp"))
 
 
 @dataclass
@@ -357,7 +359,7 @@ def check_finished_workspace(
             continue
         if meta.status not in TERMINAL_STATUSES:
             problems.append(f"{run_dir.name} is still {meta.status!r}")
-        left = checkpoint_files(run_dir)
+        left = leftover_files(run_dir)
         if left:
             problems.append(f"{run_dir.name} has a terminal meta ({meta.status}) but still holds {left}")
         data = (run_dir / "log.jsonl").read_bytes() if (run_dir / "log.jsonl").exists() else b""
@@ -550,7 +552,7 @@ class Report:
     processes: int = 0
     fresh_restarts: int = 0
     strays_killed: int = 0
-    #: Temp files (``<name>.<pid>.tmp``) a kill left behind in a finished run folder; not an invariant.
+    #: Temp files (``<name>.<pid>.tmp``) a kill left behind in a finished run folder (also a failure).
     stray_temp_files: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     reference_seconds: float = 0.0

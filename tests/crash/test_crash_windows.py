@@ -2,8 +2,8 @@
 
 A "kill" is an exception derived from ``BaseException`` raised from a log listener or a patched call:
 nothing after that instant runs, as with SIGKILL. Each test then checks the invariant the crash
-harness asserts. A ``strict`` xfail pins a gap still open in ``src/`` (docs/crash-harness.md,
-"Findings"); when it is fixed the XPASS fails the suite — drop the marker then.
+harness asserts. Each one pinned a gap the harness found (docs/crash-harness.md, "Findings"); a gap
+found open in ``src/`` gets a ``strict`` xfail here until it is fixed.
 """
 
 from __future__ import annotations

@@ -78,8 +78,8 @@ def _run_dir(workspace: Path, status: str, log: bytes, *extra: str) -> Path:
     return run_dir
 
 
-def test_a_finished_workspace_with_a_checkpoint_left_fails(tmp_path: Path) -> None:
-    _run_dir(tmp_path, "success", _start("lead-0-1") + _done("lead-0-1"), "state.json")
+def test_a_finished_workspace_with_a_checkpoint_or_temp_file_left_fails(tmp_path: Path) -> None:
+    _run_dir(tmp_path, "success", _start("lead-0-1") + _done("lead-0-1"), "state.json", "meta.json.7.tmp")
     reference = Reference(
         card={"status": "success", "summary": "ok", "artifacts": [], "error": None},
         files={},
@@ -90,7 +90,7 @@ def test_a_finished_workspace_with_a_checkpoint_left_fails(tmp_path: Path) -> No
     problems = check_finished_workspace(
         tmp_path, reference, run_id=RUN, checkpoint_seen=set(), printed_cards=[], resumed_ids=[RUN]
     )
-    assert problems == [f"{RUN} has a terminal meta (success) but still holds ['state.json']"]
+    assert problems == [f"{RUN} has a terminal meta (success) but still holds ['state.json', 'meta.json.7.tmp']"]
 
 
 def test_an_interrupted_run_that_had_a_checkpoint_fails(tmp_path: Path) -> None:
