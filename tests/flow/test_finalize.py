@@ -90,7 +90,18 @@ def test_frozen_operations_are_shared_between_polls() -> None:
 def test_wire_shape_is_camel_case_with_explicit_nulls() -> None:
     model = build_model(LINGERING, meta_status="running", now=at(5))
     wire = msgspec.json.decode(msgspec.json.encode(model))
-    assert set(wire) == {"participants", "operations", "status", "stacks", "activeStack", "activeParticipant"}
+    assert set(wire) == {
+        "participants",
+        "operations",
+        "status",
+        "stacks",
+        "activeStack",
+        "activeParticipant",
+        "operationsTotal",
+        "operationsOmitted",
+        "participantsOmitted",
+    }
+    assert (wire["operationsTotal"], wire["operationsOmitted"]) == (len(wire["operations"]), 0)
     assert wire["participants"][0] == {"id": "human:root", "role": "human", "kind": "human"}
     assert wire["operations"][0] == {
         "id": "op-1",
@@ -107,3 +118,45 @@ def test_wire_shape_is_camel_case_with_explicit_nulls() -> None:
     ret = wire["operations"][-1]
     assert ret["settledAt"] is None and ret["metrics"] is None and ret["outcome"] == "success"
     assert wire["stacks"] == [{"id": "main", "root": "human:root"}]
+
+
+def _long_run(tool_calls: int) -> list[dict]:
+    """A coder under the orchestrator making ``tool_calls`` tool calls, still running."""
+    entries = [start("orchestrator"), start("coder", depth=1)]
+    for _ in range(tool_calls):
+        entries += [tcall("coder", "read_file"), tresult("coder", "read_file")]
+    return log(*entries)
+
+
+def test_a_window_larger_than_the_run_is_the_whole_model() -> None:
+    events = _long_run(5)
+    assert finalize(_folded(events), "running", at(99), window=1000) == build_model(
+        events, meta_status="running", now=at(99)
+    )
+
+
+def test_a_windowed_model_keeps_the_newest_operations_and_every_live_one_in_order() -> None:
+    events = _long_run(50)
+    whole = build_model(events, meta_status="running", now=at(99))
+    windowed = finalize(_folded(events), "running", at(99), window=10)
+    kept = [op.id for op in windowed.operations]
+    # the two open role calls (op-1, op-2) are still live, so they stay ahead of the newest ten
+    assert kept == ["op-1", "op-2"] + [op.id for op in whole.operations[-10:]]
+    assert windowed.operations[2:] == whole.operations[-10:]
+    assert windowed.operations_total == whole.operations_total == len(whole.operations)
+    assert windowed.operations_omitted == len(whole.operations) - len(windowed.operations) > 0
+    # the invariant is the whole run's, and every participant an operation names is present
+    assert (windowed.active_stack, windowed.active_participant) == (whole.active_stack, whole.active_participant)
+    present = {p.id for p in windowed.participants}
+    assert {o.source for o in windowed.operations} | {o.destination for o in windowed.operations} <= present
+    assert windowed.participants[0].id == "human:root"
+    assert windowed.participants_omitted == len(whole.participants) - len(windowed.participants) > 0
+    order = [p.id for p in whole.participants]
+    assert [p.id for p in windowed.participants] == [i for i in order if i in present]
+
+
+def _folded(events: list[dict]) -> FlowState:
+    state = FlowState()
+    for event in events:
+        fold(state, event)
+    return state

@@ -311,6 +311,14 @@ async def _check_flow(server: Any, run_id: str) -> None:
     assert "Write a greeting" in (details["details"] or "")
     response = await server.get(f"/api/runs/{run_id}/flow", params={"operation": "op-that-does-not-exist"})
     assert (response.status_code, response.json()) == (404, NOT_FOUND)
+    # a short run is whole by default; a window smaller than the run keeps the newest operations
+    total = len(model["operations"])
+    assert (model["operationsTotal"], model["operationsOmitted"]) == (total, 0)
+    assert await server.json(f"/api/runs/{run_id}/flow", params={"window": "all"}) == model
+    assert await server.json(f"/api/runs/{run_id}/flow", params={"window": "bogus"}) == model
+    small = await server.json(f"/api/runs/{run_id}/flow", params={"window": "1"})
+    assert small["operations"][-1] == model["operations"][-1]
+    assert small["operationsOmitted"] == total - len(small["operations"]) > 0
 
 
 async def test_effort_and_log_level_resolve_from_settings_and_continuations_record_lineage(tmp_path: Path) -> None:

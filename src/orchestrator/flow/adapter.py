@@ -364,28 +364,51 @@ def _invariant(state: FlowState, active: bool) -> tuple[str, str]:
     return stack.id, stack.open[-1].destination if stack.open else stack.root
 
 
-def finalize(state: FlowState, meta_status: str | None, now: str) -> InteractionModel:
+def finalize(state: FlowState, meta_status: str | None, now: str, *, window: int | None = None) -> InteractionModel:
     """The model of the events folded so far, for a run whose meta says ``meta_status`` at ``now``.
 
-    Costs one list copy plus one Struct per live operation; ``state`` is not modified.
+    With ``window`` set and more operations than that, the model is windowed (see ``InteractionModel``):
+    the newest ``window`` operations plus every older one still live, so the cost and size stay bounded
+    however long the run grows. Costs one Struct per live operation plus the kept slice; ``state`` is not
+    modified.
     """
     status = run_status(meta_status)
     active = status in ACTIVE_STATUSES
     now_epoch = epoch(now)
-    operations = list(state.operations)
-    for position, record in state.live.items():
-        if isinstance(record, CallRecord):
-            operations[position] = record.operation(active, now, now_epoch)
+    total = len(state.operations)
+    start = 0 if window is None or total <= window else total - window
+    positions = sorted(p for p in state.live if p < start)
+    positions.extend(range(start, total))
+    operations: list[Operation] = []
+    for position in positions:
+        record = state.live.get(position)
+        if record is None:
+            operations.append(cast(Operation, state.operations[position]))
+        elif isinstance(record, CallRecord):
+            operations.append(record.operation(active, now, now_epoch))
         else:
-            operations[position] = record.operation(active)
+            operations.append(record.operation(active))
+    participants = state.participants
+    if start:
+        keep = {0}
+        where = state.participant_positions
+        for record in state.stack_records:
+            keep.add(where.get(record.root, 0))
+        for operation in operations:
+            keep.add(where.get(operation.source, 0))
+            keep.add(where.get(operation.destination, 0))
+        participants = [participants[i] for i in sorted(keep)]
     active_stack, active_participant = _invariant(state, active)
     return InteractionModel(
-        participants=list(state.participants),
-        operations=cast(list[Operation], operations),
+        participants=list(participants),
+        operations=operations,
         status=status,
         stacks=list(state.stack_records),
         active_stack=active_stack,
         active_participant=active_participant,
+        operations_total=total,
+        operations_omitted=total - len(operations),
+        participants_omitted=len(state.participants) - len(participants),
     )
 
 

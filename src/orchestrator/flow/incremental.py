@@ -97,9 +97,9 @@ class FlowIndex:
             start = stop + 1
         return self.state.events - before
 
-    def model(self, meta_status: str | None, now: str) -> InteractionModel:
-        """The model of everything folded so far (the state itself is left untouched)."""
-        return finalize(self.state, meta_status, now)
+    def model(self, meta_status: str | None, now: str, *, window: int | None = None) -> InteractionModel:
+        """The model of everything folded so far, windowed as ``finalize`` does (the state is untouched)."""
+        return finalize(self.state, meta_status, now, window=window)
 
     def event_at(self, index: int) -> Mapping[str, Any] | None:
         """The ``index``-th folded event, read back from its line; ``None`` if it cannot be."""

@@ -84,6 +84,11 @@ class InteractionModel(_Wire):
     ``activeStack`` / ``activeParticipant`` are the single invariant (see docs/visualization.md),
     derived once here so no view re-derives it: the stack whose lines animate, and the participant
     currently holding the turn.
+
+    A *windowed* model (``GET /flow`` of a run longer than the window) keeps the newest operations plus
+    every operation that is still live, in their original order, and the participants those touch plus
+    every stack root; ``operationsOmitted``/``participantsOmitted`` count what it left out. Operation ids
+    and participant ids are those of the whole model, so ``?operation=`` works on either.
     """
 
     participants: list[Participant]
@@ -92,6 +97,12 @@ class InteractionModel(_Wire):
     stacks: list[StackRecord]
     active_stack: str
     active_participant: str
+    #: operations in the whole run; equals ``len(operations)`` unless the model is windowed
+    operations_total: int = 0
+    #: settled operations older than the window that this model leaves out (0: the model is whole)
+    operations_omitted: int = 0
+    #: participants left out because no operation in the window touches them
+    participants_omitted: int = 0
 
 
 def run_status(meta_status: str | None) -> RunStatus:

@@ -187,6 +187,8 @@ class FlowState:
         self.events = 0
         self.participants: list[Participant] = [Participant(id=ROOT_ID, role="human", kind="human")]
         self.roles: dict[str, str] = {ROOT_ID: "human"}
+        #: participant id → its position in ``participants`` (for windowed models)
+        self.participant_positions: dict[str, int] = {ROOT_ID: 0}
         self.counters: dict[str, int] = {}
         #: frozen operations by position; ``None`` where the operation is still live
         self.operations: list[Operation | None] = []
@@ -218,6 +220,7 @@ class FlowState:
         return n
 
     def add_participant(self, participant_id: str, role: str, kind: ParticipantKind) -> str:
+        self.participant_positions[participant_id] = len(self.participants)
         self.participants.append(Participant(id=participant_id, role=role, kind=kind))
         self.roles[participant_id] = role
         return participant_id

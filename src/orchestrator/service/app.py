@@ -25,7 +25,7 @@ from orchestrator.projectsettings import ProjectSettings, read_project_settings,
 from orchestrator.runlog.writer import utc_timestamp
 from orchestrator.service import queue as q
 from orchestrator.service.core import RunInProgress, Service
-from orchestrator.service.hub import coalesce
+from orchestrator.service.hub import frames
 from orchestrator.service.runindex import RunIndexes
 from orchestrator.service.views import (
     event_detail,
@@ -67,6 +67,22 @@ def _optional_str(body: dict[str, Any], key: str, allowed: tuple[str, ...]) -> t
     if value is None:
         return True, None
     return (isinstance(value, str) and value in allowed), value if isinstance(value, str) else None
+
+
+#: Operations a ``GET /flow`` answer carries by default: the newest ones plus every live one. A run
+#: this long is far past what either view can draw, and the answer stays the same size however long
+#: the run grows (``?window=all`` asks for the whole model, ``?window=N`` for another size).
+FLOW_WINDOW = 2000
+
+
+def flow_window(value: str | None) -> int | None:
+    """The ``window`` query value: ``all`` → ``None`` (whole model); a positive integer → itself;
+    absent or anything else → ``FLOW_WINDOW`` (lenient, like the log window's parameters)."""
+    if value == "all":
+        return None
+    if value is not None and value.isdigit() and int(value) > 0:
+        return int(value)
+    return FLOW_WINDOW
 
 
 def _static(name: str) -> bytes:
@@ -259,7 +275,8 @@ def create_app(service: Service) -> QuartTrio:
             except KeyError:
                 return _error("not_found", 404)
         meta = read_meta(runs_root(service.workspace) / run_id)
-        return _json(index.model(meta.status if meta else None, utc_timestamp()))
+        window = flow_window(request.args.get("window"))
+        return _json(index.model(meta.status if meta else None, utc_timestamp(), window=window))
 
     @app.get("/api/runs/<run_id>/flow")
     async def get_flow(run_id: str) -> Response:
@@ -400,9 +417,9 @@ def create_app(service: Service) -> QuartTrio:
                                 batch.append(subscription.receive.receive_nowait())
                             except (trio.WouldBlock, trio.EndOfChannel):
                                 break
-                        for message in coalesce(batch):
+                        for message, text in frames(batch, _encoder):
                             if message.run_id == subscription.run_id:  # not a leftover of a replaced subscription
-                                await websocket.send(_encoder.encode(message).decode())
+                                await websocket.send(text)
                     nursery.cancel_scope.cancel()  # dropped as too slow: close the socket
 
                 async def close_when_stopping() -> None:

@@ -7,12 +7,14 @@ the spot. Nothing here blocks, awaits or raises into the run.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import msgspec
 import trio
 
 from orchestrator.engine.run import StreamDelta
 
-__all__ = ["SUBSCRIBER_BUFFER", "DeltaMessage", "StreamHub", "Subscription", "coalesce"]
+__all__ = ["SUBSCRIBER_BUFFER", "DeltaMessage", "Outgoing", "StreamHub", "Subscription", "coalesce", "frames"]
 
 #: Deltas buffered per subscriber before it counts as too slow and is dropped.
 SUBSCRIBER_BUFFER = 256
@@ -31,18 +33,25 @@ class DeltaMessage(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=T
     reset: bool = False
 
 
+class Outgoing(NamedTuple):
+    """A delta and its wire text, encoded once by ``publish`` for every subscriber."""
+
+    message: DeltaMessage
+    text: str
+
+
 class Subscription:
     """One WebSocket's view of the hub: which run it follows, and its receive channel of
-    ``DeltaMessage`` values (the sender skips messages whose run is no longer the subscribed one, so a
+    ``Outgoing`` deltas (the sender skips messages whose run is no longer the subscribed one, so a
     re-subscribe also drops what was buffered for the previous run)."""
 
     def __init__(self, hub: StreamHub) -> None:
         self.run_id: str | None = None
-        self._send, self.receive = trio.open_memory_channel[DeltaMessage](SUBSCRIBER_BUFFER)
+        self._send, self.receive = trio.open_memory_channel[Outgoing](SUBSCRIBER_BUFFER)
         self._hub = hub
         self.dropped = False
 
-    def offer(self, message: DeltaMessage) -> None:
+    def offer(self, message: Outgoing) -> None:
         try:
             self._send.send_nowait(message)
         except trio.WouldBlock:
@@ -89,9 +98,10 @@ class StreamHub:
             text=delta.text,
             reset=delta.reset,
         )
+        outgoing = Outgoing(message, self._encoder.encode(message).decode())
         for subscription in list(self._subscribers):
             if subscription.run_id == delta.run_id:
-                subscription.offer(message)
+                subscription.offer(outgoing)
 
 
 def coalesce(messages: list[DeltaMessage]) -> list[DeltaMessage]:
@@ -112,3 +122,11 @@ def coalesce(messages: list[DeltaMessage]) -> list[DeltaMessage]:
         else:
             merged.append(message)
     return merged
+
+
+def frames(batch: list[Outgoing], encoder: msgspec.json.Encoder) -> list[tuple[DeltaMessage, str]]:
+    """The text frames to send for what a subscriber had buffered: the shared encodings when it kept
+    up (one message), the ``coalesce``d messages freshly encoded when it fell behind."""
+    if len(batch) == 1:
+        return [batch[0]]
+    return [(message, encoder.encode(message).decode()) for message in coalesce([o.message for o in batch])]

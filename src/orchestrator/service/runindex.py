@@ -104,8 +104,8 @@ class RunIndex(Sequence[dict[str, Any]]):
         except (IndexError, OSError):
             return None
 
-    def model(self, meta_status: str | None, now: str) -> InteractionModel:
-        return finalize(self.flow, meta_status, now)
+    def model(self, meta_status: str | None, now: str, *, window: int | None = None) -> InteractionModel:
+        return finalize(self.flow, meta_status, now, window=window)
 
     def details(self, operation_id: str) -> str | None:
         """An operation's Markdown detail body; ``KeyError`` for an id not in the current model."""
