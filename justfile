@@ -10,9 +10,22 @@ default:
     @{{bin}}/just --list
 
 # the whole test suite (what CI runs); extra arguments go to pytest
-test *ARGS:
+test *ARGS: browser
     {{bin}}/ruff check src tests bench fuzz
     {{bin}}/pytest -q {{ARGS}}
+
+# Debian's Chromium for the browser tests (installed when missing and possible; else those tests skip)
+browser:
+    #!/usr/bin/env bash
+    set -u
+    if [ -x /usr/bin/chromium ]; then exit 0; fi
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "just browser: installing Debian's chromium for the browser tests" >&2
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+            || echo "just browser: chromium could not be installed; the browser tests will skip" >&2
+    else
+        echo "just browser: no /usr/bin/chromium (install Debian's chromium); the browser tests will skip" >&2
+    fi
 
 # lint and format check
 lint:
