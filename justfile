@@ -79,3 +79,7 @@ load *ARGS:
 # the service read-path benchmark alone (1k vs 1M-event logs, 100 WebSocket subscribers; --profile for hot spots)
 log-window *ARGS:
     {{py}} bench/log_window.py {{ARGS}}
+
+# the workflow server's per-tool latency over stdio (real corpus when present) and corpus load time
+mcp-bench *ARGS:
+    {{py}} bench/mcp_calls.py {{ARGS}}
