@@ -1,0 +1,98 @@
+"""Private-file I/O for session folders: 0700 directories, 0600 files, atomic replacement.
+
+``write_private`` stages the bytes in a uniquely named temp file in the destination's directory,
+fsyncs, then renames it over the destination (or, with ``exclusive=True``, hard-links it into place so
+an existing destination is never replaced). A rename that fails with ``EXDEV`` falls back to copying
+the bytes onto the destination and fsyncing. The temp file is always removed. A reader sees the old
+file or the new one, never a torn mix.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+from pathlib import Path
+
+__all__ = ["DIR_MODE", "FILE_MODE", "make_private_dirs", "write_private"]
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def make_private_dirs(directory: Path) -> None:
+    """Create ``directory`` and any missing parents, each new one with mode 0700."""
+    missing: list[Path] = []
+    probe = directory
+    while not probe.exists():
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, DIR_MODE)
+        except FileExistsError:
+            pass
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_fd(fd: int, data: bytes, durable: bool = True) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    if durable:
+        os.fsync(fd)
+
+
+def write_private(path: Path, data: bytes, *, exclusive: bool = False, durable: bool = True) -> None:
+    """Atomically set ``path`` to ``data`` (mode 0600).
+
+    With ``exclusive`` the file must not exist yet: ``FileExistsError`` is raised and nothing changes.
+    ``durable=False`` skips the fsyncs (still atomic, not crash-durable).
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    try:
+        try:
+            _write_fd(fd, data, durable)
+        finally:
+            os.close(fd)
+        if exclusive:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise
+            except OSError:  # no hard links here: exclusive create in place instead
+                out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+                try:
+                    _write_fd(out, data, durable)
+                finally:
+                    os.close(out)
+        else:
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:
+                    raise
+                out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+                try:
+                    _write_fd(out, data, durable)
+                finally:
+                    os.close(out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    if durable:
+        _fsync_dir(path.parent)

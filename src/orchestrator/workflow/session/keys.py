@@ -1,0 +1,168 @@
+"""The server key, seals and session indexes (design §2.3).
+
+Key: 32 random bytes in ``<key_dir>/secret``. ``load_or_create_key`` creates it on first use,
+exclusively: the bytes go to a private temp file that is then hard-linked into place, so two
+processes racing to create it agree on one key and nobody ever reads a half-written file (where the
+filesystem has no hard links, ``O_EXCL`` on the final name is used). Directory 0700, file 0600.
+A key file of the wrong length is fatal (``WorkspaceConfigError``): silently replacing it would turn
+every existing session into ``SEAL_MISMATCH``.
+
+Seal: lowercase hex HMAC-SHA256(key, exact bytes). Index: the first 30 bits of
+HMAC-SHA256(key, text) as RFC 4648 base32 (6 characters); a root session hashes ``realpath(folder)``,
+a child hashes ``"<realpath(top folder)>:triggeredWorkflows.<i>.state[.triggeredWorkflows.<j>.state…]"``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import re
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+
+from orchestrator.workflow.errors import SessionStoreError, WorkspaceConfigError
+from orchestrator.workflow.session.fsio import make_private_dirs
+
+__all__ = [
+    "KEY_BYTES",
+    "KEY_FILE_NAME",
+    "LazyKey",
+    "check_index",
+    "child_index",
+    "derive_index",
+    "hmac_hex",
+    "load_or_create_key",
+    "root_index",
+    "seal",
+    "slot_path_text",
+    "verify_seal",
+]
+
+KEY_FILE_NAME = "secret"
+KEY_BYTES = 32
+_INDEX_RE = re.compile(r"[A-Z2-7]{6}")
+
+
+def _read_key(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise WorkspaceConfigError(f"cannot read the server key {path}: {exc.strerror or exc}") from None
+    if len(data) != KEY_BYTES:
+        raise WorkspaceConfigError(
+            f"server key {path} holds {len(data)} bytes, expected {KEY_BYTES}; "
+            "restore the original key (a new one would break every sealed session)"
+        )
+    return data
+
+
+def load_or_create_key(key_dir: Path) -> bytes:
+    """The 32-byte server key in ``key_dir/secret``, created (exclusively) if absent.
+
+    Raises ``WorkspaceConfigError`` naming the path when the directory is unusable or the file has
+    the wrong length.
+    """
+    path = key_dir / KEY_FILE_NAME
+    if path.exists():
+        return _read_key(path)
+    try:
+        make_private_dirs(key_dir)
+        tmp = key_dir / f".{KEY_FILE_NAME}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, secrets.token_bytes(KEY_BYTES))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process won the race; use its key
+        except OSError:
+            _create_excl(path)
+        finally:
+            tmp.unlink(missing_ok=True)
+    except OSError as exc:
+        raise WorkspaceConfigError(
+            f"cannot create the server key in {key_dir}: {exc.strerror or exc} "
+            "(set WORKFLOW_SERVER_KEY_DIR to a writable directory)"
+        ) from None
+    return _read_key(path)
+
+
+def _create_excl(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    try:
+        os.write(fd, secrets.token_bytes(KEY_BYTES))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LazyKey:
+    """The key, loaded (or created) on first ``get()`` and cached."""
+
+    def __init__(self, key_dir: Path, loader: Callable[[Path], bytes] = load_or_create_key) -> None:
+        self.key_dir = key_dir
+        self._loader = loader
+        self._key: bytes | None = None
+
+    def get(self) -> bytes:
+        if self._key is None:
+            self._key = self._loader(self.key_dir)
+        return self._key
+
+
+def hmac_hex(key: bytes, data: bytes) -> str:
+    """Lowercase hex HMAC-SHA256."""
+    return hmac.new(key, data, hashlib.sha256).hexdigest()
+
+
+def seal(key: bytes, data: bytes) -> str:
+    """The seal of exact file bytes (what ``.session-token`` holds)."""
+    return hmac_hex(key, data)
+
+
+def verify_seal(key: bytes, data: bytes, token: bytes) -> bool:
+    """Constant-time check of a stored token (surrounding whitespace ignored) against ``data``."""
+    return hmac.compare_digest(seal(key, data).encode("ascii"), token.strip())
+
+
+def derive_index(key: bytes, text: str) -> str:
+    """Six base32 characters: the first 30 bits (MSB-first) of HMAC-SHA256(key, text)."""
+    digest = hmac.new(key, text.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+    return base64.b32encode(digest[:5]).decode("ascii")[:6]
+
+
+def slot_path_text(path: tuple[int, ...]) -> str:
+    """``(0, 2)`` → ``triggeredWorkflows.0.state.triggeredWorkflows.2.state``."""
+    return ".".join(f"triggeredWorkflows.{slot}.state" for slot in path)
+
+
+def root_index(key: bytes, folder: Path) -> str:
+    """The index of the top-level session stored in ``folder``."""
+    return derive_index(key, os.path.realpath(folder))
+
+
+def child_index(key: bytes, top_folder: Path, path: tuple[int, ...]) -> str:
+    """The index of the child embedded at slot ``path`` of the file in ``top_folder``."""
+    if not path:
+        return root_index(key, top_folder)
+    return derive_index(key, f"{os.path.realpath(top_folder)}:{slot_path_text(path)}")
+
+
+def check_index(index: object) -> str:
+    """``index`` if it is six characters of ``A-Z2-7``, else ``SessionStoreError('INVALID_INDEX')``."""
+    if not isinstance(index, str) or not _INDEX_RE.fullmatch(index):
+        raise SessionStoreError(
+            "INVALID_INDEX",
+            f"session_index {index!r} is not a session index: expected 6 characters of A-Z and 2-7, "
+            "as returned by start_session",
+        )
+    return index

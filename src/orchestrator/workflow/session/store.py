@@ -1,0 +1,369 @@
+"""Sealed session folders: read, write, locate by index, transients and their promotion (design §2.1, §2.3).
+
+A session folder holds ``session.json`` (canonical JSON of the top-level ``SessionFile``, children
+embedded) and ``.session-token`` (the hex HMAC of those exact bytes). Every method is synchronous,
+does small local file I/O, and raises ``SessionStoreError`` with one of these codes:
+
+- ``NOT_FOUND``: no ``session.json`` in the folder / no session with that index anywhere.
+- ``SEAL_MISMATCH``: the token is missing or does not match the bytes, or the bytes are not a valid
+  ``SessionFile`` (bad JSON, unknown history type, wrong field type…). The message names the folder.
+  Such a folder is never written again by this store (``write`` checks the existing seal first).
+- ``INVALID_INDEX`` (malformed index), ``COLLISION`` (an index stored more than once),
+  ``FOLDER_OCCUPIED`` (promotion onto a folder that already holds a session; nothing is touched).
+
+Lookup is by the *stored* ``sessionIndex``: this store's transient map first, then its index→folder
+cache (re-verified against the file on every use), then a recursive scan of every ``session.json``
+under the search roots, matching the top-level index and each embedded child's. The store instance
+owns the transient map and the cache; nothing is global.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import msgspec
+
+from orchestrator.workflow.errors import SessionStoreError
+from orchestrator.workflow.session import keys
+from orchestrator.workflow.session.canonical import canonical_bytes
+from orchestrator.workflow.session.fsio import make_private_dirs, write_private
+from orchestrator.workflow.session.roots import search_roots, validate_slug
+from orchestrator.workflow.session.state import SessionFile, SlotPath, find_index, replace_at, state_at, walk_sessions
+from orchestrator.workflow.settings import WorkflowSettings
+
+__all__ = ["SEAL_FILE", "SESSION_FILE", "TRANSIENT_PREFIX", "SessionHandle", "SessionStore"]
+
+SESSION_FILE = "session.json"
+SEAL_FILE = ".session-token"
+TRANSIENT_PREFIX = "workflow-server-transient-"
+_SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__"})
+_DECODER = msgspec.json.Decoder(SessionFile)
+
+
+class SessionHandle(msgspec.Struct, frozen=True, kw_only=True):
+    """A located session: the folder, its verified top-level file, and the slot path to the session."""
+
+    folder: Path
+    top: SessionFile
+    path: SlotPath = ()
+    transient: bool = False
+
+    @property
+    def state(self) -> SessionFile:
+        """The addressed session (``top`` itself when ``path`` is ``()``)."""
+        return state_at(self.top, self.path)
+
+    @property
+    def index(self) -> str:
+        return self.state.session_index
+
+
+class _Transient(NamedTuple):
+    folder: Path
+    slug: str | None
+
+
+class _ProbeEntry(msgspec.Struct):
+    state: _Probe | None = None
+
+
+class _Probe(msgspec.Struct, rename="camel"):
+    """Just enough of a session file to list its stored indexes (scan fast path)."""
+
+    session_index: Any = None
+    triggered_workflows: list[_ProbeEntry] = msgspec.field(default_factory=list)
+
+
+_PROBE = msgspec.json.Decoder(_Probe)
+
+
+def _probe_indexes(probe: _Probe, path: SlotPath = ()) -> Iterator[tuple[Any, SlotPath]]:
+    yield probe.session_index, path
+    for slot, entry in enumerate(probe.triggered_workflows):
+        if entry.state is not None:
+            yield from _probe_indexes(entry.state, (*path, slot))
+
+
+def _loose_indexes(obj: Any, path: SlotPath = ()) -> Iterator[tuple[Any, SlotPath]]:
+    if not isinstance(obj, dict):
+        return
+    yield obj.get("sessionIndex"), path
+    entries = obj.get("triggeredWorkflows")
+    if isinstance(entries, list):
+        for slot, entry in enumerate(entries):
+            if isinstance(entry, dict):
+                yield from _loose_indexes(entry.get("state"), (*path, slot))
+
+
+def _stored_indexes(data: bytes) -> list[tuple[Any, SlotPath]]:
+    """Every (stored index, slot path) in raw file bytes; unparseable files have none."""
+    try:
+        return list(_probe_indexes(_PROBE.decode(data)))
+    except (msgspec.MsgspecError, RecursionError):
+        pass
+    try:
+        return list(_loose_indexes(msgspec.json.decode(data)))
+    except (msgspec.MsgspecError, RecursionError):
+        return []
+
+
+class SessionStore:
+    """Session folders under the configured roots plus this process's transient folders.
+
+    ``key`` is the server key, or a ``keys.LazyKey`` resolved on first use. ``roots`` replaces the
+    search roots derived from ``settings`` (tests); ``add_search_root`` adds one at run time.
+    ``durable=False`` skips fsync (writes stay atomic; a power loss may lose the latest write).
+    """
+
+    def __init__(
+        self,
+        settings: WorkflowSettings,
+        key: bytes | keys.LazyKey,
+        *,
+        roots: Sequence[Path] | None = None,
+        durable: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.durable = durable
+        self._key_source = key
+        self._roots = list(roots) if roots is not None else None
+        self._extra_roots: list[Path] = []
+        self._transients: dict[str, _Transient] = {}
+        self._cache: dict[str, Path] = {}
+
+    # ------------------------------------------------------------------------------ keys, indexes
+
+    @property
+    def key(self) -> bytes:
+        source = self._key_source
+        return source.get() if isinstance(source, keys.LazyKey) else source
+
+    def root_index(self, folder: Path) -> str:
+        """The index a top-level session created in ``folder`` gets."""
+        return keys.root_index(self.key, folder)
+
+    def child_index(self, top_folder: Path, path: SlotPath) -> str:
+        """The index a child created at slot ``path`` of ``top_folder``'s file gets."""
+        return keys.child_index(self.key, top_folder, path)
+
+    def search_roots(self) -> list[Path]:
+        """The folders ``locate`` scans (existing ones only)."""
+        base = self._roots if self._roots is not None else search_roots(self.settings)
+        return [root for root in [*base, *self._extra_roots] if root.is_dir()]
+
+    def add_search_root(self, root: Path) -> None:
+        """Also scan ``root`` from now on (e.g. a project's planning root opened via ``working_directory``)."""
+        if all(os.path.realpath(root) != os.path.realpath(known) for known in self._extra_roots):
+            self._extra_roots.append(root)
+
+    # ------------------------------------------------------------------------------ read / write
+
+    def _mismatch(self, folder: Path, cause: str) -> SessionStoreError:
+        return SessionStoreError(
+            "SEAL_MISMATCH",
+            f"session in {folder} fails its seal check ({cause}); the folder was left untouched. "
+            "Stop and tell the user: restore the original session.json bytes (or the server key).",
+        )
+
+    def _verified_bytes(self, folder: Path) -> bytes:
+        try:
+            data = (folder / SESSION_FILE).read_bytes()
+        except FileNotFoundError:
+            raise SessionStoreError("NOT_FOUND", f"no {SESSION_FILE} in {folder}") from None
+        except OSError as exc:
+            raise self._mismatch(folder, f"{SESSION_FILE} is unreadable: {exc.strerror or exc}") from None
+        try:
+            token = (folder / SEAL_FILE).read_bytes()
+        except FileNotFoundError:
+            raise self._mismatch(folder, f"the seal file {SEAL_FILE} is missing") from None
+        except OSError as exc:
+            raise self._mismatch(folder, f"{SEAL_FILE} is unreadable: {exc.strerror or exc}") from None
+        if not keys.verify_seal(self.key, data, token):
+            raise self._mismatch(folder, f"{SESSION_FILE} does not match {SEAL_FILE}")
+        return data
+
+    def read(self, folder: Path) -> SessionFile:
+        """The verified top-level session in ``folder``: seal checked over the raw bytes, then decoded."""
+        data = self._verified_bytes(folder)
+        try:
+            return _DECODER.decode(data)
+        except (msgspec.MsgspecError, RecursionError, ValueError) as exc:
+            raise self._mismatch(folder, f"{SESSION_FILE} is not a valid session file: {exc}") from None
+
+    def write(self, folder: Path, top: SessionFile, *, exclusive: bool = False) -> bytes:
+        """Write ``top`` to ``folder`` (session.json, then the seal; each atomic). Returns the bytes.
+
+        Creates the folder (0700). Refuses with ``SEAL_MISMATCH`` when the folder already holds a
+        session that fails its seal or does not decode. ``exclusive`` requires that no ``session.json`` exists yet
+        (``FOLDER_OCCUPIED`` otherwise, nothing written). Raises ``CanonicalJsonError`` for a value
+        with no JSON form (e.g. a NaN variable). ``seq``/``ts`` are the caller's (``state.touch``).
+        """
+        data = canonical_bytes(top)
+        target = folder / SESSION_FILE
+        if exclusive and os.path.lexists(target):
+            raise self._occupied(folder)
+        if not exclusive and os.path.lexists(target):
+            self.read(folder)  # a folder that fails its check is never overwritten
+        make_private_dirs(folder)
+        try:
+            write_private(target, data, exclusive=exclusive, durable=self.durable)
+        except FileExistsError:
+            raise self._occupied(folder) from None
+        write_private(folder / SEAL_FILE, keys.seal(self.key, data).encode("ascii"), durable=self.durable)
+        self._remember(folder, top)
+        return data
+
+    def _occupied(self, folder: Path) -> SessionStoreError:
+        return SessionStoreError(
+            "FOLDER_OCCUPIED",
+            f"planning folder {folder} already holds a session; nothing was written. "
+            "Choose another planning_slug, or resume that folder with start_session.",
+        )
+
+    def _remember(self, folder: Path, top: SessionFile) -> None:
+        for _, state in walk_sessions(top):
+            if state.session_index not in self._transients:
+                self._cache[state.session_index] = folder
+
+    def replace(self, handle: SessionHandle, new_state: SessionFile) -> SessionFile:
+        """The handle's top-level file with the addressed session replaced (nothing is written)."""
+        return replace_at(handle.top, handle.path, new_state)
+
+    def save(self, handle: SessionHandle, new_state: SessionFile) -> SessionHandle:
+        """Write ``new_state`` in place of the addressed session; returns the updated handle."""
+        top = self.replace(handle, new_state)
+        self.write(handle.folder, top)
+        return msgspec.structs.replace(handle, top=top)
+
+    def open_folder(self, folder: Path) -> SessionHandle:
+        """The top-level session stored in ``folder`` (resume by path), verified."""
+        top = self.read(folder)
+        self._remember(folder, top)
+        transient = any(entry.folder == folder for entry in self._transients.values())
+        return SessionHandle(folder=folder, top=top, transient=transient)
+
+    # ------------------------------------------------------------------------------ lookup
+
+    def locate(self, index: str) -> SessionHandle:
+        """The session whose stored ``sessionIndex`` is ``index`` (see the module docstring)."""
+        keys.check_index(index)
+        entry = self._transients.get(index)
+        if entry is not None:
+            top = self.read(entry.folder)
+            paths = find_index(top, index)
+            if len(paths) == 1:
+                return SessionHandle(folder=entry.folder, top=top, path=paths[0], transient=True)
+            raise SessionStoreError("NOT_FOUND", f"transient session {index} is no longer in {entry.folder}")
+        cached = self._cache.get(index)
+        if cached is not None:
+            handle = self._try_cached(index, cached)
+            if handle is not None:
+                return handle
+            self._cache.pop(index, None)
+        return self._locate_by_scan(index)
+
+    def _try_cached(self, index: str, folder: Path) -> SessionHandle | None:
+        try:
+            top = self.read(folder)
+        except SessionStoreError as exc:
+            if exc.code == "NOT_FOUND":
+                return None
+            raise
+        paths = find_index(top, index)
+        return SessionHandle(folder=folder, top=top, path=paths[0]) if len(paths) == 1 else None
+
+    def _scan(self, index: str) -> list[tuple[Path, SlotPath]]:
+        needle = index.encode("ascii")
+        seen: set[str] = set()
+        matches: list[tuple[Path, SlotPath]] = []
+        for root in self.search_roots():
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames[:] = [name for name in dirnames if name not in _SKIP_DIRS]
+                if SESSION_FILE not in filenames:
+                    continue
+                real = os.path.realpath(dirpath)
+                if real in seen:
+                    continue
+                seen.add(real)
+                try:
+                    data = Path(dirpath, SESSION_FILE).read_bytes()
+                except OSError:
+                    continue
+                if needle not in data:
+                    continue
+                matches.extend((Path(dirpath), path) for stored, path in _stored_indexes(data) if stored == index)
+        return matches
+
+    def _locate_by_scan(self, index: str) -> SessionHandle:
+        matches = self._scan(index)
+        if not matches:
+            roots = ", ".join(str(root) for root in self.search_roots()) or "(no search roots exist)"
+            raise SessionStoreError(
+                "NOT_FOUND",
+                f"no session with index {index} under {roots}; resume it with start_session and its planning_folder",
+            )
+        if len(matches) > 1:
+            where = "; ".join(
+                f"{folder}" + (f" at {keys.slot_path_text(path)}" if path else "") for folder, path in matches
+            )
+            raise SessionStoreError("COLLISION", f"session index {index} is stored {len(matches)} times: {where}")
+        folder = matches[0][0]
+        top = self.read(folder)
+        paths = find_index(top, index)
+        if len(paths) != 1:
+            raise SessionStoreError("NOT_FOUND", f"session {index} changed while it was being located in {folder}")
+        self._remember(folder, top)
+        return SessionHandle(folder=folder, top=top, path=paths[0])
+
+    # ------------------------------------------------------------------------------ transients
+
+    def create_transient(self, slug: str | None = None) -> tuple[Path, str]:
+        """A new private temp folder for a transient session and the index it gets.
+
+        The folder is ``$TMPDIR/workflow-server-transient-<uuid>/`` (0700); the index and the
+        remembered ``slug`` live only in this store (lost on restart). Write the session with ``write``.
+        """
+        if slug is not None:
+            validate_slug(slug)
+        make_private_dirs(self.settings.tmp_dir)
+        folder = self.settings.tmp_dir / f"{TRANSIENT_PREFIX}{uuid.uuid4()}"
+        os.mkdir(folder, 0o700)
+        index = self.root_index(folder)
+        self._transients[index] = _Transient(folder, slug)
+        return folder, index
+
+    def is_transient(self, index: str) -> bool:
+        return index in self._transients
+
+    def transient_slug(self, index: str) -> str | None:
+        """The planning slug remembered for a transient session (``None`` if none or not transient)."""
+        entry = self._transients.get(index)
+        return entry.slug if entry is not None else None
+
+    def promote(self, handle: SessionHandle, target: Path, top: SessionFile | None = None) -> SessionHandle:
+        """Move a transient session (``top``, default ``handle.top``) into the new folder ``target``.
+
+        ``target`` holding ``session.json`` ⇒ ``FOLDER_OCCUPIED`` with zero writes or deletes, the
+        transient still addressable. Otherwise: write it there (exclusive create), repoint every
+        index in the file at ``target``, and delete the temp folder. The stored indexes do not change.
+        """
+        if not handle.transient:
+            raise ValueError(f"session {handle.index} in {handle.folder} is not transient")
+        if os.path.lexists(target / SESSION_FILE):
+            raise self._occupied(target)
+        new_top = handle.top if top is None else top
+        self.write(target, new_top, exclusive=True)
+        self._transients.pop(handle.top.session_index, None)
+        self._remember(target, new_top)
+        if os.path.realpath(handle.folder) != os.path.realpath(target):
+            shutil.rmtree(handle.folder, ignore_errors=True)
+        return SessionHandle(folder=target, top=new_top, path=handle.path, transient=False)
+
+    def transient_folders(self) -> dict[str, Path]:
+        """index → folder of the live transients (for diagnostics and tests)."""
+        return {index: entry.folder for index, entry in self._transients.items()}
