@@ -31,6 +31,7 @@ from orchestrator.workflow.session import (
     seal,
     touch,
 )
+from orchestrator.workflow.session.store import PENDING_SEAL_FILE
 from orchestrator.workflow.settings import WorkflowSettings, load_workflow_settings
 
 T0 = 1_767_225_600.0
@@ -153,6 +154,27 @@ def test_missing_token_is_seal_mismatch(store: SessionStore, root: Path) -> None
     _create(store, folder)
     (folder / SEAL_FILE).unlink()
     _expect_mismatch(store, folder, "missing")
+
+
+def test_a_write_cut_between_its_two_renames_still_verifies(store: SessionStore, root: Path) -> None:
+    """A kill after ``session.json`` was replaced but before the seal was: the pending seal (written
+    first) signs the new bytes, so the folder reads; the next write leaves one seal and no pending."""
+    folder = root / "acc-cut"
+    top = _create(store, folder)
+    old_seal = (folder / SEAL_FILE).read_bytes()
+    newer = msgspec.structs.replace(top, seq=1)
+    store.write(folder, newer)
+    (folder / SEAL_FILE).write_bytes(old_seal)  # as if the seal rename never happened
+    (folder / PENDING_SEAL_FILE).write_text(seal(store.key, (folder / SESSION_FILE).read_bytes()))
+    assert store.read(folder) == newer
+    (folder / SEAL_FILE).unlink()  # a first write cut before its seal: the pending one still vouches
+    assert store.read(folder) == newer
+    store.write(folder, msgspec.structs.replace(newer, seq=2))
+    assert not (folder / PENDING_SEAL_FILE).exists() and store.read(folder).seq == 2
+    # a pending seal over other bytes vouches for nothing
+    (folder / PENDING_SEAL_FILE).write_text(seal(store.key, b"other bytes"))
+    (folder / SESSION_FILE).write_bytes((folder / SESSION_FILE).read_bytes().replace(b'"seq": 2', b'"seq": 9'))
+    _expect_mismatch(store, folder, "does not match")
 
 
 def _reseal(store: SessionStore, folder: Path, data: bytes) -> None:

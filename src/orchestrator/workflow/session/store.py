@@ -36,10 +36,12 @@ from orchestrator.workflow.session.roots import search_roots, validate_slug
 from orchestrator.workflow.session.state import SessionFile, SlotPath, find_index, replace_at, state_at, walk_sessions
 from orchestrator.workflow.settings import WorkflowSettings
 
-__all__ = ["SEAL_FILE", "SESSION_FILE", "TRANSIENT_PREFIX", "SessionHandle", "SessionStore"]
+__all__ = ["PENDING_SEAL_FILE", "SEAL_FILE", "SESSION_FILE", "TRANSIENT_PREFIX", "SessionHandle", "SessionStore"]
 
 SESSION_FILE = "session.json"
 SEAL_FILE = ".session-token"
+#: the next seal, written just before ``session.json`` is replaced and removed after the seal is
+PENDING_SEAL_FILE = ".session-token.next"
 TRANSIENT_PREFIX = "workflow-server-transient-"
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__"})
 _DECODER = msgspec.json.Decoder(SessionFile)
@@ -180,12 +182,23 @@ class SessionStore:
         try:
             token = (folder / SEAL_FILE).read_bytes()
         except FileNotFoundError:
+            if self._pending_seal_matches(folder, data):  # a first write cut before its seal landed
+                return data
             raise self._mismatch(folder, f"the seal file {SEAL_FILE} is missing") from None
         except OSError as exc:
             raise self._mismatch(folder, f"{SEAL_FILE} is unreadable: {exc.strerror or exc}") from None
-        if not keys.verify_seal(self.key, data, token):
+        if not keys.verify_seal(self.key, data, token) and not self._pending_seal_matches(folder, data):
             raise self._mismatch(folder, f"{SESSION_FILE} does not match {SEAL_FILE}")
         return data
+
+    def _pending_seal_matches(self, folder: Path, data: bytes) -> bool:
+        """Whether a crash cut a write between its two renames: the seal written ahead of the new
+        ``session.json`` (``PENDING_SEAL_FILE``) signs exactly these bytes. Only our key can have made
+        it, so accepting it admits nothing a forger could; the next write replaces both seals."""
+        try:
+            return keys.verify_seal(self.key, data, (folder / PENDING_SEAL_FILE).read_bytes())
+        except OSError:
+            return False
 
     def read(self, folder: Path) -> SessionFile:
         """The verified top-level session in ``folder``: seal checked over the raw bytes, then decoded."""
@@ -210,11 +223,17 @@ class SessionStore:
         if not exclusive and os.path.lexists(target):
             self.read(folder)  # a folder that fails its check is never overwritten
         make_private_dirs(folder)
+        token = keys.seal(self.key, data).encode("ascii")
+        # The new seal goes down first beside the old one, so a crash between the session.json rename
+        # and the seal rename leaves a folder that still verifies (see ``_pending_seal_matches``).
+        write_private(folder / PENDING_SEAL_FILE, token, durable=self.durable)
         try:
             write_private(target, data, exclusive=exclusive, durable=self.durable)
         except FileExistsError:
+            (folder / PENDING_SEAL_FILE).unlink(missing_ok=True)
             raise self._occupied(folder) from None
-        write_private(folder / SEAL_FILE, keys.seal(self.key, data).encode("ascii"), durable=self.durable)
+        write_private(folder / SEAL_FILE, token, durable=self.durable)
+        (folder / PENDING_SEAL_FILE).unlink(missing_ok=True)
         self._remember(folder, top)
         return data
 
