@@ -134,6 +134,7 @@ async def test_settings_config_and_the_demo_harness(tmp_path: Path) -> None:
             }
             assert config["executor"]["maxAgentDepth"] == 8
             assert config["build"] is None  # a source checkout has no baked build info
+            assert config["logging"] == {"level": None}  # this deployment sets no default level
             for path in ("/api/settings", "/api/runs", "/api/queue", "/"):
                 assert secret not in (await server.get(path)).text
 

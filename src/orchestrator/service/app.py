@@ -155,6 +155,8 @@ def create_app(service: Service) -> QuartTrio:
                     for name, tool in guild.tools.items()
                 },
                 **({"visualization": guild.visualization} if guild.visualization is not None else {}),
+                # the deployment's default log level: the last link of the level chain the UI shows
+                "logging": {"level": settings.deployment.logging.level if settings.deployment.logging else None},
                 "build": service.build,
             }
         )
