@@ -102,7 +102,8 @@ def test_wire_shape_is_camel_case_with_explicit_nulls() -> None:
         "participantsOmitted",
     }
     assert (wire["operationsTotal"], wire["operationsOmitted"]) == (len(wire["operations"]), 0)
-    assert wire["participants"][0] == {"id": "human:root", "role": "human", "kind": "human"}
+    assert wire["participants"][0] == {"id": "human:root", "role": "human", "kind": "human", "instanceId": None}
+    assert wire["participants"][1]["instanceId"] == "orchestrator-0-1"
     assert wire["operations"][0] == {
         "id": "op-1",
         "kind": "call",

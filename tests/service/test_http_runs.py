@@ -120,7 +120,7 @@ async def test_settings_config_and_the_demo_harness(tmp_path: Path) -> None:
             response = await server.get("/api/config")
             assert response.status_code == 200 and secret not in response.text
             config = response.json()
-            assert config["model"] == {"name": "sim", "contextWindow": 32768}
+            assert config["model"] == {"name": "sim", "contextWindow": 32768, "maxTokens": 4096}
             assert config["entryRole"] == "lead"
             assert set(config["roles"]) == {"lead", "coder"}
             assert config["roles"]["coder"]["tools"] == ["run_shell", "ask_human", "finish"]

@@ -145,7 +145,7 @@ def _role_start(state: FlowState, p: Payload, at: str, index: int) -> None:
         return  # a start duplicated across a restart boundary: the instance is already open
     detail = state.inquiry_detail if state.inquiry_detail is not None else index
     state.inquiry_detail = None
-    pid = state.add_participant(f"role:{role}:{state.next_number('role:' + role)}", role, "role")
+    pid = state.add_participant(f"role:{role}:{state.next_number('role:' + role)}", role, "role", instance)
     record = _call(state, at, pid, role, "role", detail)
     if instance is not None:
         state.by_instance[instance] = record

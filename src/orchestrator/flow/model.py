@@ -52,6 +52,9 @@ class Participant(_Wire):
     id: str
     role: str
     kind: ParticipantKind
+    #: the engine's role-instance id (``roleId``, e.g. ``coder-1-2``) of a role participant, so a view can
+    #: scope the log to it (``?instance=``); ``null`` for every other kind (our addition to the seed shape)
+    instance_id: str | None = None
 
 
 class Metrics(_Wire):

@@ -219,9 +219,11 @@ class FlowState:
         self.counters[key] = n
         return n
 
-    def add_participant(self, participant_id: str, role: str, kind: ParticipantKind) -> str:
+    def add_participant(
+        self, participant_id: str, role: str, kind: ParticipantKind, instance_id: str | None = None
+    ) -> str:
         self.participant_positions[participant_id] = len(self.participants)
-        self.participants.append(Participant(id=participant_id, role=role, kind=kind))
+        self.participants.append(Participant(id=participant_id, role=role, kind=kind, instance_id=instance_id))
         self.roles[participant_id] = role
         return participant_id
 

@@ -133,6 +133,9 @@ def create_app(service: Service) -> QuartTrio:
                 "model": {
                     "name": settings.deployment.model.name,
                     "contextWindow": settings.deployment.model.context_window,
+                    # reserved for each answer: the prompt budget a view compares usage with is
+                    # ``contextWindow - maxTokens`` (the engine's effective budget before learned ceilings)
+                    "maxTokens": settings.deployment.model.generation.max_tokens,
                 },
                 "executor": executor,
                 "entryRole": guild.entry_role,
