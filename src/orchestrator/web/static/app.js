@@ -1,63 +1,407 @@
-// Minimal client: polls the API once a second; every control goes through the HTTP API.
-"use strict";
-const $ = (id) => document.getElementById(id);
-const text = (value) => document.createTextNode(value == null ? "" : String(value));
+// The shell of the web UI: screens (watch / history / compose / queue), the 1 s poll, the server banner,
+// theme / label-tier / sound toggles, the favicon state, and the wiring of every panel module.
+// Every action goes through the HTTP API; the live stream (stream.js) only adds in-flight deltas.
 
-function item(parts) {
-  const li = document.createElement("li");
-  for (const [cls, value] of parts) {
-    const span = document.createElement("span");
-    if (cls) span.className = cls;
-    span.appendChild(text(value));
-    li.appendChild(span);
-    li.appendChild(text(" "));
+import { createApi, seg } from "./api.js";
+import { createCompose } from "./compose.js";
+import { h } from "./dom.js";
+import { createHistory } from "./history.js";
+import { loadOptional, optional, tiers } from "./optional.js";
+import { badgeCount, cleanQueue, createQueuePanel } from "./queue.js";
+import { createQuestions } from "./questions.js";
+import { createResults } from "./result.js";
+import { resolveDefaults } from "./settings.js";
+import { createWatch } from "./watch.js";
+
+const POLL_MS = 1000;
+const SCREENS = ["watch", "history", "compose", "queue"];
+const $ = (selector) => document.querySelector(selector);
+const store = {
+  get(key, fallback) {
+    try {
+      return localStorage.getItem(`ao.${key}`) ?? fallback;
+    } catch {
+      return fallback;
+    }
+  },
+  set(key, value) {
+    try {
+      localStorage.setItem(`ao.${key}`, value);
+    } catch {
+      // private mode: the preference lasts for this page only
+    }
+  },
+};
+
+/** Everything the panels read. Only app.js assigns the polled fields. */
+const state = {
+  screen: null,
+  runs: [],
+  queue: [],
+  questions: [],
+  config: null,
+  settings: null,
+  defaults: { effort: "standard", logLevel: "full" },
+  selectedRunId: null, // null: follow the active (else latest) run
+  runView: null,
+  flow: null,
+  viewError: null,
+  reachable: true,
+  polled: false,
+  tier: store.get("tier", "detailed"),
+  muted: store.get("muted", "0") === "1",
+};
+
+let queueVersion = 0;
+const api = createApi({ onReachable: setReachable });
+
+const app = {
+  api,
+  state,
+  navigate,
+  refresh: () => schedule(0),
+  notify,
+  store,
+  /** A run is in flight (or being dispatched): new tasks go to the queue. */
+  busy: () => state.queue.some((i) => i.status === "active") || state.runs.some((r) => r.status === "running"),
+  activeRunId,
+  watchedRunId,
+  /** Call before a local queue change so an in-flight poll cannot overwrite the optimistic state. */
+  queueMutated: () => ++queueVersion,
+  setQueue(items) {
+    state.queue = items;
+    renderPanels();
+  },
+  continueFrom: (runId) => {
+    navigate("compose");
+    compose.setContinuation(runId);
+  },
+};
+
+// --- panels ---------------------------------------------------------------------------------------------
+
+const compose = createCompose($("#screen-compose"), app);
+const queuePanel = createQueuePanel($("#screen-queue"), app);
+const historyPanel = createHistory($("#screen-history"), app);
+const watch = createWatch($("#screen-watch"), app);
+const questions = createQuestions($("#questions-dialog"), $('[data-testid="questions-open"]'), app);
+const results = createResults($("#result-dialog"), app);
+
+// --- navigation ------------------------------------------------------------------------------------------
+
+function parseHash() {
+  const [screen, ...rest] = decodeURIComponent(location.hash.replace(/^#\/?/, "")).split("/");
+  return SCREENS.includes(screen) ? { screen, runId: screen === "watch" && rest[0] ? rest[0] : null } : null;
+}
+
+/** Show `screen` (and for watch, pin `runId`; no id follows the active run). */
+function navigate(screen, runId = null, { replace = false } = {}) {
+  const hash = screen === "watch" && runId ? `#watch/${encodeURIComponent(runId)}` : `#${screen}`;
+  if (location.hash !== hash) window.history[replace ? "replaceState" : "pushState"](null, "", hash);
+  applyRoute({ screen, runId });
+}
+
+function applyRoute(route) {
+  const changedRun = route.screen === "watch" && route.runId !== state.selectedRunId;
+  state.screen = route.screen;
+  if (route.screen === "watch") state.selectedRunId = route.runId;
+  for (const name of SCREENS) {
+    const section = $(`#screen-${name}`);
+    section.hidden = name !== route.screen;
+    const button = $(`.nav-btn[data-screen="${name}"]`);
+    button.classList.toggle("current", name === route.screen);
+    if (name === route.screen) button.setAttribute("aria-current", "page");
+    else button.removeAttribute("aria-current");
   }
-  return li;
-}
-
-async function getJson(path) {
-  const response = await fetch(path, { cache: "no-store" });
-  if (!response.ok) throw new Error(`${path}: ${response.status}`);
-  return response.json();
-}
-
-async function refresh() {
-  try {
-    const [runs, queue, questions] = await Promise.all([getJson("/api/runs"), getJson("/api/queue"), getJson("/api/questions")]);
-    $("server-state").textContent = "";
-    $("runs").replaceChildren(...runs.slice(0, 30).map((r) => item([
-      ["status " + r.status, r.status], ["", r.runId], ["muted", r.summary || r.task],
-    ])));
-    $("queue").replaceChildren(...queue.filter((q) => q.status !== "done" && q.status !== "cancelled").map((q) => item([
-      ["status", q.status], ["", q.task], ["muted", q.question || ""],
-    ])));
-    $("questions-section").hidden = questions.length === 0;
-    $("questions").replaceChildren(...questions.map(questionItem));
-  } catch (error) {
-    $("server-state").textContent = "server unavailable";
+  if (changedRun) {
+    state.runView = null;
+    state.flow = null;
   }
+  renderPanels();
+  if (route.screen === "watch") schedule(0);
 }
 
-function questionItem(q) {
-  const li = item([["", q.question], ["muted", q.context || ""]]);
-  const input = document.createElement("input");
-  const button = document.createElement("button");
-  button.textContent = "Answer";
-  button.onclick = async () => {
-    await fetch("/api/answer", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: q.id, answer: input.value }) });
-    refresh();
-  };
-  li.append(input, button);
-  return li;
-}
-
-$("task-form").addEventListener("submit", async (event) => {
-  event.preventDefault();
-  const body = { task: $("task").value, effort: $("effort").value };
-  await fetch("/api/queue", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-  $("task").value = "";
-  refresh();
+window.addEventListener("popstate", () => {
+  const route = parseHash();
+  if (route) applyRoute(route);
 });
 
-refresh();
-setInterval(refresh, 1000);
+for (const button of document.querySelectorAll(".nav-btn")) {
+  button.addEventListener("click", () => navigate(button.dataset.screen));
+}
+
+function activeRunId() {
+  const item = state.queue.find((i) => i.status === "active" && i.runId);
+  if (item) return item.runId;
+  const running = state.runs.find((r) => r.status === "running");
+  return running ? running.runId : null;
+}
+
+/** The run the watch screen shows: the pinned one, else the active one, else the newest. */
+function watchedRunId() {
+  if (state.selectedRunId) return state.selectedRunId;
+  return activeRunId() || (state.runs[0] ? state.runs[0].runId : null);
+}
+
+// --- polling ---------------------------------------------------------------------------------------------
+
+let timer = null;
+let polling = false;
+let pollAgain = false;
+
+function schedule(ms) {
+  if (polling) {
+    if (ms === 0) pollAgain = true;
+    return;
+  }
+  clearTimeout(timer);
+  timer = setTimeout(poll, ms);
+}
+
+async function poll() {
+  polling = true;
+  const version = queueVersion;
+  try {
+    const [runs, pending, queue] = await Promise.all([
+      api.get("/api/runs"),
+      api.get("/api/questions"),
+      api.get("/api/queue"),
+    ]);
+    state.runs = Array.isArray(runs) ? runs.filter((r) => r && typeof r.runId === "string") : [];
+    state.questions = Array.isArray(pending) ? pending.filter((q) => q && typeof q.id === "string") : [];
+    if (version === queueVersion) state.queue = cleanQueue(queue);
+    if (state.screen === "watch") await pollRun();
+    if (state.config === null) await loadConfig(); // the server was down at boot
+    if (!state.polled) firstPoll();
+  } catch (error) {
+    if (!(error && error.unreachable)) state.viewError = error;
+    if (state.screen === null) applyRoute({ screen: "compose", runId: null }); // down at load: still usable
+  } finally {
+    polling = false;
+  }
+  renderPanels();
+  subscribeStream();
+  const again = pollAgain;
+  pollAgain = false;
+  schedule(again ? 0 : POLL_MS);
+}
+
+async function pollRun() {
+  const runId = watchedRunId();
+  if (!runId) {
+    state.runView = null;
+    state.flow = null;
+    return;
+  }
+  try {
+    const [view, flow] = await Promise.all([
+      api.get(`/api/runs/${seg(runId)}`),
+      api.get(`/api/runs/${seg(runId)}/flow`),
+    ]);
+    if (runId !== watchedRunId()) return; // the selection moved while we waited
+    state.runView = view;
+    state.flow = flow;
+    state.viewError = null;
+  } catch (error) {
+    if (error && error.unreachable) throw error;
+    state.viewError = error;
+  }
+}
+
+function firstPoll() {
+  state.polled = true;
+  results.baseline(state.runs);
+  if (state.screen === null) {
+    const active = activeRunId();
+    navigate(active ? "watch" : "compose", null, { replace: true });
+  }
+}
+
+function setReachable(ok) {
+  if (ok === state.reachable) return;
+  state.reachable = ok;
+  $('[data-testid="server-banner"]').hidden = ok;
+  document.body.classList.toggle("offline", !ok);
+}
+
+// --- rendering -------------------------------------------------------------------------------------------
+
+function renderPanels() {
+  const count = badgeCount(state.queue);
+  const badge = $('[data-testid="queue-badge"]');
+  badge.hidden = count === 0;
+  badge.textContent = String(count);
+  badge.setAttribute("aria-label", `${count} waiting or needing your answer`);
+  if (!state.polled) return;
+  compose.render();
+  queuePanel.render();
+  historyPanel.render();
+  watch.render();
+  questions.render();
+  results.render();
+  renderFavicon();
+}
+
+function renderFavicon() {
+  const needsAnswer = state.questions.length > 0 || state.queue.some((i) => i.status === "needs_input");
+  const mode = needsAnswer ? "answer" : activeRunId() ? "running" : "idle";
+  const icon = $("#favicon");
+  if (icon.dataset.mode === mode) return;
+  icon.dataset.mode = mode;
+  const color = { idle: "#8a94a6", running: "#2f7de1", answer: "#e8891d" }[mode];
+  const ring = mode === "idle" ? "" : `<circle cx='16' cy='16' r='14' fill='none' stroke='${color}' stroke-width='3'/>`;
+  const svg = `<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'>${ring}<circle cx='16' cy='16' r='8' fill='${color}'/></svg>`;
+  icon.href = `data:image/svg+xml,${encodeURIComponent(svg)}`;
+  document.body.dataset.activity = mode;
+}
+
+const toasts = $('[data-testid="toasts"]');
+
+/** A dismissible notice; `node` may be text or an element. Returns the card. */
+function notify(node, { tone = "info", testid = "toast", timeoutMs = 6000 } = {}) {
+  const close = h("button", { type: "button", class: "icon-btn small", "aria-label": "Dismiss" }, "×");
+  const card = h("div", { class: `toast tone-${tone}`, testid, role: tone === "error" ? "alert" : "status" }, h("div", { class: "toast-body" }, node), close);
+  close.addEventListener("click", () => card.remove());
+  toasts.appendChild(card);
+  if (timeoutMs) setTimeout(() => card.remove(), timeoutMs);
+  return card;
+}
+
+// --- toggles ---------------------------------------------------------------------------------------------
+
+function applyTheme(theme) {
+  document.documentElement.dataset.theme = theme;
+  const button = $('[data-testid="theme-toggle"]');
+  button.setAttribute("aria-pressed", String(theme === "dark"));
+  button.textContent = theme === "dark" ? "Light theme" : "Dark theme";
+}
+
+$('[data-testid="theme-toggle"]').addEventListener("click", () => {
+  const next = document.documentElement.dataset.theme === "dark" ? "light" : "dark";
+  store.set("theme", next);
+  applyTheme(next);
+});
+
+function applyMute() {
+  const button = $('[data-testid="mute-toggle"]');
+  button.setAttribute("aria-pressed", String(state.muted));
+  button.textContent = state.muted ? "Sound off" : "Sound on";
+  button.title = state.muted ? "Questions arrive silently" : "A beep announces new questions";
+}
+
+$('[data-testid="mute-toggle"]').addEventListener("click", () => {
+  state.muted = !state.muted;
+  store.set("muted", state.muted ? "1" : "0");
+  applyMute();
+});
+
+function setupTiers() {
+  const select = $('[data-testid="tier-select"]');
+  const list = tiers();
+  if (!list.includes(state.tier)) state.tier = "detailed";
+  select.replaceChildren(...list.map((t) => h("option", { value: t }, t)));
+  select.value = state.tier;
+  select.addEventListener("change", () => {
+    state.tier = select.value;
+    store.set("tier", state.tier);
+    watch.setTier(state.tier);
+  });
+}
+
+// Audio may only start after a user gesture: prime it on the first one.
+const prime = () => {
+  questions.primeAudio();
+  window.removeEventListener("pointerdown", prime, true);
+  window.removeEventListener("keydown", prime, true);
+};
+window.addEventListener("pointerdown", prime, true);
+window.addEventListener("keydown", prime, true);
+
+// --- live stream -----------------------------------------------------------------------------------------
+
+let stream = null;
+let streamRun = null;
+const deltaListeners = new Set();
+
+function startStream() {
+  const module = optional().stream;
+  if (!module || typeof module.createStream !== "function") return;
+  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws/stream`;
+  try {
+    stream = module.createStream({
+      url,
+      onDelta: (delta) => deltaListeners.forEach((fn) => fn(delta)),
+      onState: (s) => {
+        const live = $('[data-testid="live-state"]');
+        const open = s === "open" || s === "subscribed" || s === "live";
+        live.textContent = open ? "live" : "";
+        live.classList.toggle("on", open);
+      },
+    });
+  } catch {
+    stream = null; // polling alone still shows everything
+  }
+}
+
+function subscribeStream() {
+  const runId = activeRunId();
+  if (!stream || !runId || runId === streamRun) return;
+  streamRun = runId;
+  try {
+    stream.subscribe(runId);
+  } catch {
+    // the stream is optional
+  }
+}
+
+/** What the run view receives as `ctx.stream`: the page's stream plus a delta fan-out. */
+app.stream = {
+  get connection() {
+    return stream;
+  },
+  onDelta(fn) {
+    deltaListeners.add(fn);
+    return () => deltaListeners.delete(fn);
+  },
+  subscribe: (runId) => stream && stream.subscribe(runId),
+  state: () => (stream ? stream.state() : "closed"),
+};
+
+// --- boot ------------------------------------------------------------------------------------------------
+
+async function loadConfig() {
+  const [config, settings] = await Promise.all([
+    api.get("/api/config").catch(() => null),
+    api.get("/api/settings").catch(() => null),
+  ]);
+  state.config = config;
+  state.settings = settings;
+  state.defaults = resolveDefaults(settings, config);
+  const build = config && config.build;
+  $('[data-testid="build-label"]').textContent = build && build.sha
+    ? `build ${String(build.sha).slice(0, 10)}${build.builtAt ? ` · ${build.builtAt}` : ""}`
+    : "development build";
+  compose.applyDefaults();
+  if (config) watch.configure(config);
+}
+
+/** Settings changed in the panel: re-resolve the chain for the selectors the user has not touched. */
+app.settingsSaved = (settings) => {
+  state.settings = settings;
+  state.defaults = resolveDefaults(settings, state.config);
+  compose.applyDefaults();
+};
+
+async function boot() {
+  applyTheme(store.get("theme", matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light"));
+  applyMute();
+  await loadOptional();
+  setupTiers();
+  await loadConfig();
+  startStream();
+  const route = parseHash();
+  if (route) applyRoute(route);
+  schedule(0);
+}
+
+boot();

@@ -1,0 +1,314 @@
+// The inspector modal (design §3.6): one agent instance's transcript.
+//
+//   openInspector(ctx, {instanceId, role, participantId?}) -> {close()}
+//   ctx = {runId, config, api: {get(path) -> Promise<json>}, getTier?() , getRunView?() -> runView,
+//          partials? (stream.js createPartials, shared with the run view), stream? (onDelta(fn) ->
+//          unsubscribe), labels? (labels.js)}
+//   openOperationCard(...) is re-exported from opcard.js (the operation inspector card).
+//
+// The transcript is GET /api/runs/:id/log?instance=<id>: the newest page first, "Load older" pages
+// back, and while the modal is open a 1 s poll asks only for what follows the last known event.
+// Each model turn shows what was new on the wire (inputs, tool results), the reply (Markdown), its tool
+// calls with arguments, and usage; an "On the wire" expander fetches ?detail=<index> on first open
+// (the complete conversation the model saw), cached per session (bounded; failures are not cached).
+// The in-flight turn shows the live partial text from the stream. Also shown: finish cards (error kind
+// only through "copy raw"), the instance's token budget (last prompt vs the effective budget), and the
+// run's plan document. Escape or the close button closes it. Agent prose goes through renderMarkdown;
+// machine fields are text nodes.
+
+import { renderMarkdown } from "./markdown.js";
+import { openOperationCard } from "./opcard.js";
+import { createPartials } from "./stream.js";
+import { boundedCache, compact, copyText, el } from "./rvdom.js";
+import { renderTurn, renderWire } from "./transcript.js";
+
+export { openOperationCard };
+
+const PAGE = 50;
+const POLL_MS = 1000;
+const wireCache = boundedCache(100);
+
+function fetchDetail(ctx, index) {
+  const key = `${ctx.runId}|${index}`;
+  const hit = wireCache.get(key);
+  if (hit !== undefined) return hit;
+  const pending = Promise.resolve().then(() =>
+    ctx.api.get(`/api/runs/${encodeURIComponent(ctx.runId)}/log?detail=${encodeURIComponent(index)}`),
+  );
+  wireCache.set(key, pending);
+  pending.catch(() => wireCache.delete(key));
+  return pending;
+}
+
+/** The prompt size a request may reach: the server's figure when /api/config carries one. */
+export function effectiveBudget(config) {
+  const model = (config && config.model) || {};
+  if (Number.isFinite(model.effectiveBudget)) return model.effectiveBudget;
+  const window = Number(model.contextWindow) || 0;
+  const reserve = Number(model.maxTokens ?? (model.generation && model.generation.maxTokens)) || 0;
+  return window > 0 ? Math.max(1, window - reserve) : null;
+}
+
+export function openInspector(ctx, { instanceId, role, participantId = null }) {
+  for (const old of document.querySelectorAll(".rv-modal-backdrop")) old.__close?.();
+  const base = `/api/runs/${encodeURIComponent(ctx.runId)}/log?instance=${encodeURIComponent(instanceId || "")}`;
+  const tier = () => (ctx.getTier ? ctx.getTier() : "detailed");
+  const partials = ctx.partials || createPartials(8);
+  let unlisten = null;
+  if (!ctx.partials && ctx.stream && typeof ctx.stream.onDelta === "function") {
+    unlisten = ctx.stream.onDelta((delta) => {
+      if (delta.runId === ctx.runId) {
+        partials.apply(delta);
+        drawPartial();
+      }
+    });
+  }
+
+  const backdrop = el("div", "rv-modal-backdrop");
+  backdrop.dataset.testid = "inspector";
+  const dialog = el("div", "rv-modal");
+  dialog.setAttribute("role", "dialog");
+  dialog.setAttribute("aria-modal", "true");
+  const label = ctx.labels && participantId
+    ? ctx.labels.participant({ id: participantId, role, kind: "role" }, tier())
+    : role;
+  dialog.setAttribute("aria-label", `Transcript of ${label}`);
+  const close = el("button", "rv-close", "×");
+  close.type = "button";
+  close.title = "Close (Esc)";
+  close.setAttribute("aria-label", "Close");
+  const budget = el("div", "rv-budget");
+  budget.dataset.testid = "inspector-budget";
+  const plan = el("div", "rv-plan-slot");
+  const older = el("button", "rv-older", "Load older turns");
+  older.type = "button";
+  older.hidden = true;
+  const list = el("div", "rv-transcript");
+  list.dataset.testid = "inspector-transcript";
+  const live = el("div", "rv-inflight");
+  live.dataset.testid = "inspector-live";
+  live.hidden = true;
+  const liveText = el("div", "rv-partial-text");
+  const liveReasoning = el("div", "rv-partial-reasoning");
+  live.append(el("div", "rv-inflight-head", "Model turn in flight"), liveReasoning, liveText);
+  const status = el("p", "rv-muted", "Loading transcript…");
+  dialog.append(
+    el("header", "rv-modal-head", el("h2", "", label, " ", el("span", "rv-id", instanceId || "no instance id")), close),
+    budget,
+    plan,
+    older,
+    status,
+    list,
+    live,
+  );
+  backdrop.appendChild(dialog);
+  document.body.appendChild(backdrop);
+  const previousFocus = document.activeElement;
+  close.focus();
+
+  const state = { events: [], first: 0, total: 0, closed: false, timer: 0, callNames: new Map(), floor: -Infinity, inflight: null, lastPoll: -Infinity };
+
+  function shut() {
+    if (state.closed) return;
+    state.closed = true;
+    clearTimeout(state.timer);
+    if (unlisten) unlisten();
+    document.removeEventListener("keydown", onKey, true);
+    backdrop.remove();
+    if (previousFocus && typeof previousFocus.focus === "function") previousFocus.focus();
+  }
+  backdrop.__close = shut;
+  function onKey(event) {
+    if (event.key === "Escape") {
+      event.stopPropagation();
+      shut();
+    }
+  }
+  document.addEventListener("keydown", onKey, true);
+  close.addEventListener("click", shut);
+  backdrop.addEventListener("click", (event) => {
+    if (event.target === backdrop) shut();
+  });
+
+  function drawPlan() {
+    const view = ctx.getRunView ? ctx.getRunView() : null;
+    const text = view && typeof view.plan === "string" && view.plan.trim() ? view.plan : null;
+    if (plan.__text === text) return;
+    plan.__text = text;
+    plan.replaceChildren();
+    if (!text) return;
+    const box = el("details", "rv-plan", el("summary", "", "Plan document"));
+    box.dataset.testid = "inspector-plan";
+    box.appendChild(el("div", "md", renderMarkdown(text)));
+    plan.appendChild(box);
+  }
+
+  function drawBudget() {
+    const limit = effectiveBudget(ctx.config);
+    let last = null;
+    for (let i = state.events.length - 1; i >= 0 && last === null; i -= 1) {
+      const e = state.events[i];
+      const usage = e.type === "llm_call" && e.payload && e.payload.roleId === instanceId && e.payload.usage;
+      if (usage && Number.isFinite(usage.promptTokens)) last = usage.promptTokens;
+    }
+    if (last === null) {
+      const view = ctx.getRunView ? ctx.getRunView() : null;
+      const stats = view && (view.roles || []).find((r) => r.role === role);
+      if (stats && Number.isFinite(stats.lastPromptTokens)) last = stats.lastPromptTokens;
+    }
+    budget.replaceChildren();
+    if (last === null) {
+      budget.appendChild(el("span", "rv-muted", "No model turn yet."));
+      return;
+    }
+    const share = limit ? Math.min(1, last / limit) : 0;
+    const threshold = Number(ctx.config && ctx.config.executor && ctx.config.executor.contextPressureThreshold) || 0.8;
+    const bar = el("div", `rv-bar${share >= threshold ? " hot" : ""}`, el("span", "rv-bar-fill"));
+    bar.firstChild.style.width = `${Math.round(share * 100)}%`;
+    budget.append(
+      el("span", "", `Last prompt ${compact(last)} tokens${limit ? ` of ${compact(limit)} (${Math.round(share * 100)}%)` : ""}`),
+      bar,
+    );
+  }
+
+  function drawPartial() {
+    const last = state.events[state.events.length - 1];
+    const inflight = last && last.type === "llm_call_start" && (!last.payload || last.payload.roleId === instanceId || !last.payload.roleId) ? last : null;
+    if (!inflight) {
+      live.hidden = true;
+      return;
+    }
+    if (state.inflight !== inflight.index) {
+      state.inflight = inflight.index;
+      state.floor = state.lastPoll - 250;
+    }
+    live.hidden = false;
+    const entry = (instanceId && partials.get(instanceId)) || (!instanceId && partials.forRole(role)) || null;
+    const fresh = entry && entry.resetAt >= state.floor;
+    const text = fresh ? entry.content : "";
+    const reasoning = fresh ? entry.reasoning : "";
+    if (liveText.textContent !== text) liveText.textContent = text;
+    if (liveReasoning.textContent !== reasoning) liveReasoning.textContent = reasoning;
+  }
+
+  function eventNode(event) {
+    const node = renderTurn(event, {
+      instanceId,
+      callNames: state.callNames,
+      onWire: (target, index) => loadWire(target, index),
+      onCopy: (value) => copyText(value),
+    });
+    node.dataset.index = String(event.index);
+    return node;
+  }
+
+  async function loadWire(target, index) {
+    target.replaceChildren(el("p", "rv-muted", "Loading the request…"));
+    try {
+      const body = await fetchDetail(ctx, index);
+      target.replaceChildren(renderWire(body && body.detailSections));
+      target.__loaded = true;
+    } catch {
+      target.replaceChildren(el("p", "rv-muted", "Could not load the request (close and reopen to retry)."));
+    }
+  }
+
+  function append(events) {
+    const fragment = document.createDocumentFragment();
+    for (const event of events) {
+      state.events.push(event);
+      fragment.appendChild(eventNode(event));
+    }
+    list.appendChild(fragment);
+  }
+
+  async function loadInitial() {
+    if (!instanceId) {
+      status.textContent = "This participant has no instance id the log can be scoped to.";
+      drawBudget();
+      return;
+    }
+    try {
+      const head = await ctx.api.get(`${base}&limit=0`);
+      const total = Number(head && head.total) || 0;
+      const offset = Math.max(0, total - PAGE);
+      const page = total ? await ctx.api.get(`${base}&offset=${offset}&limit=${PAGE}`) : { events: [], total: 0 };
+      if (state.closed) return;
+      state.first = offset;
+      state.total = Math.max(total, offset + page.events.length);
+      append(page.events || []);
+      status.textContent = total ? "" : "No turns for this instance yet.";
+      status.hidden = Boolean(total);
+      older.hidden = offset === 0;
+    } catch {
+      status.textContent = "The transcript could not be loaded.";
+    }
+    state.lastPoll = performance.now();
+    drawBudget();
+    drawPartial();
+    list.lastElementChild?.scrollIntoView?.({ block: "end" });
+    schedule();
+  }
+
+  async function loadOlder() {
+    const offset = Math.max(0, state.first - PAGE);
+    const limit = state.first - offset;
+    if (limit <= 0) return;
+    older.disabled = true;
+    try {
+      const page = await ctx.api.get(`${base}&offset=${offset}&limit=${limit}`);
+      const events = page.events || [];
+      const fragment = document.createDocumentFragment();
+      for (const event of events) fragment.appendChild(eventNode(event));
+      list.insertBefore(fragment, list.firstChild);
+      state.events = [...events, ...state.events];
+      state.first = offset;
+      older.hidden = offset === 0;
+    } catch {
+      // the button stays for a retry
+    }
+    older.disabled = false;
+  }
+  older.addEventListener("click", loadOlder);
+
+  function schedule() {
+    if (state.closed) return;
+    state.timer = setTimeout(poll, POLL_MS);
+  }
+
+  async function poll() {
+    if (state.closed) return;
+    const view = ctx.getRunView ? ctx.getRunView() : null;
+    const running = !view || view.status === "running" || view.status === "needs_clarification";
+    if (running) {
+      const started = performance.now();
+      try {
+        const page = await ctx.api.get(`${base}&offset=${state.total}&limit=500`);
+        if (state.closed) return;
+        const events = (page.events || []).filter((e) => !state.events.length || e.index > state.events[state.events.length - 1].index);
+        state.lastPoll = started;
+        if (events.length) {
+          const stick = dialog.scrollTop + dialog.clientHeight >= dialog.scrollHeight - 40;
+          append(events);
+          status.hidden = true;
+          if (stick) list.lastElementChild?.scrollIntoView?.({ block: "end" });
+        }
+        state.total = Math.max(state.total, Number(page.total) || 0);
+      } catch {
+        // the next poll retries
+      }
+    }
+    drawPlan();
+    drawBudget();
+    drawPartial();
+    schedule();
+  }
+
+  drawPlan();
+  loadInitial();
+  return {
+    close: shut,
+    /** Redraw the live partial now (the run view calls this when a delta lands). */
+    partial: drawPartial,
+  };
+}

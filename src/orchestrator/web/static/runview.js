@@ -1,0 +1,282 @@
+// The run view (design §3.6): the flow and sequence views of one run, its "now" caption, cost strip,
+// live partial text, operation cards and the instance inspector.
+//
+// Public interface (agreed with the shell):
+//   createRunView(root, ctx) -> {render(flow, runView), setMode('flow'|'sequence'), setTier(t), destroy()}
+//   ctx = {runId, config (GET /api/config), api: {get(path) -> Promise<json>},
+//          stream (stream.js createStream(), or any object with onDelta(fn) -> unsubscribe; or null),
+//          getTier() -> 'detailed'|'friendly'|'whimsical'}
+// The shell calls render() on every poll with GET /api/runs/:id/flow and GET /api/runs/:id. Rendering is
+// incremental: an unchanged model and view cost a signature comparison; changed frames touch only the
+// keyed nodes that changed. The run view never subscribes the stream (the shell owns the subscription);
+// it listens for deltas of its run and shows them under the in-flight row.
+//
+// The invariant (activeStack / activeParticipant) is read from the model. The instance behind a role
+// participant (for ?instance= transcripts and for pairing stream partials) is the participant's
+// `instanceId` when the server sends one, else read off runView.roleTree (pre-order start order per
+// role name matches the adapter's per-role numbering for the entry role's tree).
+
+import { createFlowGraph } from "./flowgraph.js";
+import { openInspector } from "./inspector.js";
+import { createLabels } from "./labels.js";
+import { openOperationCard } from "./opcard.js";
+import { project, signature } from "./projection.js";
+import { compact, duration, el, ensureStylesheet, setClass, setText } from "./rvdom.js";
+import { createSequence } from "./sequence.js";
+import { createPartials } from "./stream.js";
+
+/** participant id <-> log instance id, from the model (instanceId) and the run view's role tree. */
+export function instanceMaps(flow, runView) {
+  const toInstance = new Map();
+  const toParticipant = new Map();
+  for (const p of (flow && flow.participants) || []) {
+    if (p.kind === "role" && typeof p.instanceId === "string" && p.instanceId) {
+      toInstance.set(p.id, p.instanceId);
+      toParticipant.set(p.instanceId, p.id);
+    }
+  }
+  const counts = new Map();
+  const stack = runView && runView.roleTree ? [runView.roleTree] : [];
+  while (stack.length) {
+    const node = stack.pop();
+    if (!node || typeof node.role !== "string") continue;
+    const n = (counts.get(node.role) || 0) + 1;
+    counts.set(node.role, n);
+    const pid = `role:${node.role}:${n}`;
+    if (node.roleId && !toInstance.has(pid) && !toParticipant.has(node.roleId)) {
+      toInstance.set(pid, node.roleId);
+      toParticipant.set(node.roleId, pid);
+    }
+    const children = Array.isArray(node.children) ? node.children : [];
+    for (let i = children.length - 1; i >= 0; i -= 1) stack.push(children[i]);
+  }
+  return { toInstance, toParticipant };
+}
+
+function createPartialBox() {
+  const head = el("div", "rv-partial-head");
+  const reasoning = el("div", "rv-partial-reasoning");
+  const text = el("div", "rv-partial-text");
+  const box = el("div", "rv-partial", head, reasoning, text);
+  box.dataset.testid = "live-partial";
+  return {
+    el: box,
+    set(title, entry) {
+      setText(head, title);
+      const r = entry ? entry.reasoning : "";
+      const c = entry ? entry.content : "";
+      if (reasoning.textContent !== r) reasoning.textContent = r;
+      if (text.textContent !== c) {
+        text.textContent = c;
+        text.scrollTop = text.scrollHeight;
+      }
+      setClass(box, "empty", !r && !c);
+    },
+  };
+}
+
+export function createRunView(root, ctx) {
+  ensureStylesheet("runview.css");
+  const labels = createLabels(ctx.config);
+  const partials = createPartials();
+  let mode = "flow";
+  let tier = (ctx.getTier && ctx.getTier()) || "detailed";
+  let flow = null;
+  let flowSig = "";
+  let runView = null;
+  let maps = { toInstance: new Map(), toParticipant: new Map() };
+  let mapsKey = null;
+  let lastRenderAt = null;
+  let turn = { key: null, floor: -Infinity, pid: null, roleId: null, role: null };
+  let inspector = null;
+  let frame = 0;
+
+  const view = el("div", "rv");
+  view.dataset.testid = "run-view";
+  const caption = el("div", "rv-caption");
+  caption.dataset.testid = "now-caption";
+  const badge = el("span", "rv-status");
+  badge.dataset.testid = "run-status";
+  const cost = el("div", "rv-cost");
+  cost.dataset.testid = "cost-strip";
+  const note = el("div", "rv-note");
+  note.dataset.testid = "omitted-note";
+  note.hidden = true;
+  const flowPane = el("div", "rv-pane rv-flow");
+  const seqPane = el("div", "rv-pane rv-seq");
+  seqPane.hidden = true;
+  const cards = el("div", "rv-cards");
+  view.append(el("div", "rv-top", badge, caption), cost, note, flowPane, seqPane, cards);
+  root.appendChild(view);
+
+  const partialBox = createPartialBox();
+  const common = { labels, onOp: (id) => showOperation(id) };
+  const graph = createFlowGraph(flowPane, { ...common, onNode: (pid) => showParticipant(pid) });
+  const sequence = createSequence(seqPane, { ...common, config: ctx.config, onColumn: (key) => showRole(key) });
+
+  const source = ctx.stream;
+  const listen = source && typeof source.onDelta === "function" ? source.onDelta.bind(source)
+    : source && typeof source.listen === "function" ? source.listen.bind(source) : null;
+  const unlisten = listen
+    ? listen((delta) => {
+        if (!delta || delta.runId !== ctx.runId) return;
+        partials.apply(delta);
+        if (!frame) frame = requestAnimationFrame(() => {
+          frame = 0;
+          drawPartial();
+          if (inspector) inspector.partial();
+        });
+      })
+    : null;
+
+  const inspectorCtx = {
+    ...ctx,
+    labels,
+    partials,
+    getTier: () => tier,
+    getRunView: () => runView,
+  };
+
+  function showParticipant(pid) {
+    const p = flow && project(flow).byId.get(pid);
+    if (!p) return;
+    if (p.kind === "role") {
+      if (inspector) inspector.close();
+      inspector = openInspector(inspectorCtx, { instanceId: maps.toInstance.get(pid) || null, role: p.role, participantId: pid });
+      return;
+    }
+    const ops = flow.operations || [];
+    for (let i = ops.length - 1; i >= 0; i -= 1) {
+      if (ops[i].destination === pid && ops[i].kind === "call") return showOperation(ops[i].id);
+    }
+  }
+
+  /** A sequence column header: the newest instance of that role, if the model has one. */
+  function showRole(role) {
+    const people = (flow && flow.participants) || [];
+    for (let i = people.length - 1; i >= 0; i -= 1) {
+      if (people[i].kind === "role" && people[i].role === role) return showParticipant(people[i].id);
+    }
+  }
+
+  function showOperation(opId) {
+    openOperationCard(ctx, { opId, model: flow, labels, tier, host: cards, onInstance: (pid) => showParticipant(pid) });
+  }
+
+  /** Where the live partial goes: the participant of the instance whose model turn is in flight. */
+  function partialTarget() {
+    const activity = runView && runView.currentActivity;
+    if (!flow || !activity || activity.doing !== "model" || (flow.status !== "running" && flow.status !== "unknown")) {
+      turn = { key: null, floor: -Infinity, pid: null, roleId: null, role: null };
+      return null;
+    }
+    const key = `${activity.roleId}|${activity.since}`;
+    if (key !== turn.key) {
+      const byId = project(flow).byId;
+      let pid = maps.toParticipant.get(activity.roleId) || null;
+      if (!pid) {
+        const active = byId.get(flow.activeParticipant);
+        pid = active && active.role === activity.role ? active.id : null;
+      }
+      turn = { key, floor: lastRenderAt === null ? -Infinity : lastRenderAt - 250, pid, roleId: activity.roleId, role: activity.role };
+    }
+    return turn.pid;
+  }
+
+  function drawPartial() {
+    if (!turn.key) return;
+    const entry = (turn.roleId && partials.get(turn.roleId)) || (!turn.roleId && partials.forRole(turn.role)) || null;
+    const fresh = entry && entry.resetAt >= turn.floor ? entry : null;
+    const p = flow && project(flow).byId.get(turn.pid);
+    const who = p ? labels.participant(p, tier) : turn.role || "Model";
+    partialBox.set(`${who} · live`, fresh);
+  }
+
+  function drawCost() {
+    const b = runView && runView.budgets;
+    if (!b) {
+      setText(cost, "");
+      return;
+    }
+    const t = b.tokenBreakdown;
+    const parts = [
+      `Elapsed ${duration(b.elapsedSeconds)}`,
+      `${b.toolCalls ?? 0} tool calls`,
+      t ? `Tokens ${compact(t.promptTokens)} prompt · ${compact(t.cachedPromptTokens)} cached · ${compact(t.completionTokens)} completion`
+        : b.tokensUsed != null ? `Tokens ${compact(b.tokensUsed)}` : "Tokens —",
+    ];
+    setText(cost, parts.join("   ·   "));
+  }
+
+  function typeInfo(t) {
+    if (t.kind !== "role" || !runView) return null;
+    const stats = (runView.roles || []).find((r) => r.role === t.role);
+    return stats && Number.isFinite(stats.lastPromptTokens) ? `Last prompt: ${compact(stats.lastPromptTokens)} tokens` : null;
+  }
+
+  function draw() {
+    if (!flow) return;
+    const sig = flowSig;
+    const partialAt = partialTarget();
+    const proj = project(flow);
+    setText(caption, labels.caption(flow, proj.byId, tier, proj.activeOp));
+    setText(badge, flow.status);
+    badge.className = `rv-status status-${flow.status}`;
+    const omitted = Number(flow.operationsOmitted) || 0;
+    note.hidden = !(omitted > 0);
+    if (omitted > 0) setText(note, `${omitted.toLocaleString()} earlier operations not shown`);
+    drawCost();
+    const options = { tier, sig, partialAt, partialBox, typeInfo, extraKey: runView ? JSON.stringify(runView.roles || []).length : 0 };
+    if (mode === "flow") graph.update(flow, options);
+    else sequence.update(flow, options);
+    partialBox.el.hidden = !partialAt;
+    if (partialAt) drawPartial();
+  }
+
+  return {
+    render(nextFlow, nextView) {
+      if (nextFlow && typeof nextFlow === "object" && Array.isArray(nextFlow.operations)) {
+        const sig = signature(nextFlow);
+        if (sig !== flowSig) {
+          flow = nextFlow; // an unchanged model keeps the previous object, so every projection cache hits
+          flowSig = sig;
+        }
+      }
+      if (nextView && typeof nextView === "object") runView = nextView;
+      const key = runView && runView.roleTree ? JSON.stringify(runView.roleTree).length + (flow ? flow.participants.length : 0) : null;
+      if (flow && key !== mapsKey) {
+        mapsKey = key;
+        maps = instanceMaps(flow, runView);
+      }
+      draw();
+      lastRenderAt = performance.now();
+    },
+    setMode(next) {
+      const m = next === "sequence" ? "sequence" : "flow";
+      if (m === mode) return;
+      mode = m;
+      flowPane.hidden = mode !== "flow";
+      seqPane.hidden = mode !== "sequence";
+      graph.invalidate();
+      sequence.invalidate();
+      draw();
+    },
+    setTier(next) {
+      if (!next || next === tier) return;
+      tier = next;
+      draw();
+    },
+    /** The current mode (for shells that show a toggle). */
+    get mode() {
+      return mode;
+    },
+    destroy() {
+      if (frame) cancelAnimationFrame(frame);
+      if (unlisten) unlisten();
+      if (inspector) inspector.close();
+      graph.destroy();
+      sequence.destroy();
+      view.remove();
+    },
+  };
+}

@@ -1,0 +1,226 @@
+// The watch screen: the run's header (status, task, effort, times), the flow / sequence toggle, the run
+// view of runview.js (budgets, flow and sequence; a plain role tree, budgets and recent log when that
+// module is missing), the result, the interrupt button and history, and the plan disclosure.
+
+import { seg } from "./api.js";
+import { duration, fill, firstLine, h, isTerminal, shortTime, statusBadge } from "./dom.js";
+import { markdownBlock, optional } from "./optional.js";
+import { createAnswerCards, createInterruptModal, interruptHistory } from "./steer.js";
+
+function tokens(view) {
+  const b = (view && view.budgets) || {};
+  const t = b.tokenBreakdown;
+  if (t) {
+    const cached = t.cachedPromptTokens ? `, ${t.cachedPromptTokens} cached` : "";
+    return `${b.tokensUsed ?? "?"} tokens (${t.promptTokens ?? 0} prompt${cached}, ${t.completionTokens ?? 0} completion)`;
+  }
+  return b.tokensUsed != null ? `${b.tokensUsed} tokens` : "no token usage yet";
+}
+
+function fallbackView(view) {
+  const tree = view && view.roleTree;
+  const node = (n) => h("li", { class: n.active ? "active" : "" },
+    h("span", { class: "role-name" }, n.role), " ", statusBadge(n.active ? "running" : n.status),
+    n.summary ? h("span", { class: "muted" }, ` ${firstLine(n.summary, 100)}`) : null,
+    n.children && n.children.length ? h("ul", {}, n.children.map(node)) : null);
+  const log = (view && view.recentLog) || [];
+  const b = (view && view.budgets) || {};
+  return h("div", { class: "fallback-view", testid: "runview-fallback" },
+    h("p", { class: "watch-budgets" },
+      `${duration(b.elapsedSeconds)} elapsed · ${b.toolCalls ?? 0} tool calls · ${tokens(view)}`),
+    h("h3", {}, "Roles"),
+    tree ? h("ul", { class: "role-tree" }, node(tree)) : h("p", { class: "muted" }, "No role has started yet."),
+    h("h3", {}, "Recent events"),
+    h("ol", { class: "event-log" }, log.slice(-30).map((row) =>
+      h("li", {}, h("span", { class: "muted" }, shortTime(row.timestamp)), " ", row.text || row.type))));
+}
+
+export function createWatch(root, app) {
+  const state = app.state;
+  const sent = new Map(); // runId → interrupts this page sent ({kind, message, at})
+  const modal = createInterruptModal(document.getElementById("interrupt-dialog"), app, (runId, kind, message) => {
+    if (!sent.has(runId)) sent.set(runId, []);
+    sent.get(runId).push({ kind, message, at: new Date().toISOString() });
+    headKey = "";
+    render();
+  });
+  const cards = createAnswerCards(app);
+  let mode = app.store.get("mode", "flow") === "sequence" ? "sequence" : "flow";
+  let config = null;
+  let view = null; // runview.js instance
+  let viewRunId = null;
+  let rendered = [null, null];
+  let headKey = "";
+
+  const title = h("h2", { class: "watch-title", testid: "watch-run-id" });
+  const status = h("span", { class: "watch-status" });
+  const task = h("p", { class: "watch-task", testid: "watch-task" });
+  const facts = h("p", { class: "watch-facts muted", testid: "watch-facts" });
+  const flowBtn = h("button", { type: "button", class: "segment", testid: "view-mode-flow" }, "Flow");
+  const seqBtn = h("button", { type: "button", class: "segment", testid: "view-mode-sequence" }, "Sequence");
+  const interrupt = h("button", { type: "button", class: "btn", testid: "watch-interrupt" }, "Interrupt…");
+  const pending = h("span", { class: "badge tone-warn", testid: "interrupt-pending", hidden: true },
+    "interrupt pending");
+  const follow = h("button", { type: "button", class: "btn small", testid: "watch-follow", hidden: true },
+    "Follow the active run");
+  const result = h("section", { class: "watch-result", testid: "watch-result", hidden: true });
+  const viewRoot = h("div", { class: "runview-root", testid: "runview-root" });
+  const interrupts = h("div", { class: "interrupts-body" });
+  const plan = h("details", { class: "plan", testid: "watch-plan", hidden: true });
+  const empty = h("div", { class: "empty-state", testid: "watch-empty", hidden: true },
+    h("p", {}, "No run to watch yet."),
+    h("button", { type: "button", class: "btn primary", onclick: () => app.navigate("compose") }, "Add a task"));
+  const body = h("div", { class: "watch-body" },
+    h("div", { class: "watch-head" },
+      h("div", { class: "watch-line" }, title, status, pending, follow),
+      task, facts,
+      h("div", { class: "watch-controls" },
+        h("div", { class: "segmented", role: "group", "aria-label": "View" }, flowBtn, seqBtn),
+        interrupt)),
+    result,
+    h("div", { class: "watch-main" },
+      viewRoot,
+      h("aside", { class: "watch-side" },
+        h("section", { class: "panel", testid: "interrupts-panel", "aria-label": "Interrupts" },
+          h("h3", {}, "Interrupts"), interrupts),
+        plan)));
+  root.append(empty, body);
+
+  flowBtn.addEventListener("click", () => setMode("flow"));
+  seqBtn.addEventListener("click", () => setMode("sequence"));
+  follow.addEventListener("click", () => app.navigate("watch"));
+  interrupt.addEventListener("click", () => {
+    const runId = app.watchedRunId();
+    if (runId) modal.open(runId);
+  });
+
+  function setMode(next) {
+    mode = next;
+    app.store.set("mode", mode);
+    flowBtn.setAttribute("aria-pressed", String(mode === "flow"));
+    seqBtn.setAttribute("aria-pressed", String(mode === "sequence"));
+    root.dataset.mode = mode;
+    if (view && typeof view.setMode === "function") view.setMode(mode);
+  }
+
+  function destroyView() {
+    if (view && typeof view.destroy === "function") {
+      try {
+        view.destroy();
+      } catch {
+        // a broken view must not break the shell
+      }
+    }
+    view = null;
+    viewRunId = null;
+    rendered = [null, null];
+    viewRoot.replaceChildren();
+  }
+
+  function ensureView(runId) {
+    if (viewRunId === runId && (view || viewRoot.firstChild)) return;
+    destroyView();
+    viewRunId = runId;
+    const module = optional().runview;
+    if (!module || typeof module.createRunView !== "function") return;
+    try {
+      view = module.createRunView(viewRoot, {
+        runId,
+        config: config || state.config,
+        api: { get: (path) => app.api.get(path) },
+        stream: app.stream,
+        getTier: () => state.tier,
+      });
+      if (view && typeof view.setMode === "function") view.setMode(mode);
+    } catch (err) {
+      view = null;
+      viewRoot.replaceChildren(h("p", { class: "form-error" }, `The run view failed to start: ${err.message || err}`));
+    }
+  }
+
+  function renderView(runView, flow) {
+    if (rendered[0] === flow && rendered[1] === runView) return;
+    rendered = [flow, runView];
+    if (view && typeof view.render === "function") {
+      try {
+        if (flow) view.render(flow, runView);
+      } catch (err) {
+        console.warn("run view render failed", err);
+      }
+      return;
+    }
+    if (!view) viewRoot.replaceChildren(fallbackView(runView));
+  }
+
+  function renderResult(runView) {
+    const card = runView.result;
+    result.hidden = !card || runView.status === "running";
+    if (result.hidden) return;
+    fill(result,
+      h("h3", {}, "Result ", statusBadge(card.status || runView.status)),
+      card.summary ? markdownBlock(card.summary, "md", "watch-result-summary") : null,
+      runView.error && runView.error.message ? h("p", { class: "q-error" }, runView.error.message) : null);
+  }
+
+  function renderPlan(text) {
+    plan.hidden = !text;
+    if (!text) return;
+    const wasOpen = plan.open;
+    plan.replaceChildren(h("summary", {}, "Plan"), markdownBlock(text, "md plan-body", "watch-plan-body"));
+    plan.open = wasOpen;
+  }
+
+  function render() {
+    if (state.screen !== "watch") return;
+    const runId = app.watchedRunId();
+    empty.hidden = Boolean(runId);
+    body.hidden = !runId;
+    follow.hidden = !(state.selectedRunId && app.activeRunId() && app.activeRunId() !== state.selectedRunId);
+    if (!runId) {
+      destroyView();
+      return;
+    }
+    ensureView(runId);
+    const runView = state.runView && state.runView.runId === runId ? state.runView : null;
+    if (!runView) {
+      title.textContent = runId;
+      if (state.viewError && state.viewError.code === "not_found") task.textContent = "This run does not exist.";
+      return;
+    }
+    const live = runView.status === "running";
+    interrupt.hidden = !live;
+    pending.hidden = !runView.interruptPending;
+    const key = JSON.stringify([runId, runView.status, runView.task, runView.effort, runView.startTime,
+      runView.endTime, runView.interrupts, runView.plan, runView.result, runView.continuesFrom]);
+    if (key !== headKey) {
+      headKey = key;
+      title.textContent = runId;
+      status.replaceChildren(statusBadge(runView.status, "watch-status"));
+      task.textContent = firstLine(runView.task, 300);
+      task.title = runView.task || "";
+      fill(facts,
+        runView.effort ? h("span", { class: "badge tone-plain" }, `effort ${runView.effort}`) : null,
+        ` started ${shortTime(runView.startTime)}`,
+        runView.endTime ? ` · ended ${shortTime(runView.endTime)}` : "",
+        runView.continuesFrom ? [" · continues ", h("a", { href: `#watch/${seg(runView.continuesFrom)}` },
+          runView.continuesFrom)] : null);
+      interrupts.replaceChildren(interruptHistory(runView, sent.get(runId) || []));
+      renderResult(runView);
+      renderPlan(runView.plan);
+    }
+    cards.check(runId, runView);
+    renderView(runView, state.flow);
+    if (isTerminal(runView.status)) interrupt.hidden = true;
+  }
+
+  setMode(mode);
+  return {
+    render,
+    setTier(tier) {
+      if (view && typeof view.setTier === "function") view.setTier(tier);
+    },
+    configure(next) {
+      config = next;
+    },
+  };
+}
