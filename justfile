@@ -83,3 +83,7 @@ log-window *ARGS:
 # the workflow server's per-tool latency over stdio (real corpus when present) and corpus load time
 mcp-bench *ARGS:
     {{py}} bench/mcp_calls.py {{ARGS}}
+
+# the workflow server (MCP over stdio) on the project's own workflows/: just mcp --workspace DIR
+mcp *ARGS:
+    {{py}} -m orchestrator mcp {{ARGS}}

@@ -1,4 +1,4 @@
-"""The ``orchestrator`` command: ``serve``, ``run``, ``resume``, ``demo``, ``check``, ``bench``, ``sim-model``.
+"""The ``orchestrator`` command: ``serve``, ``run``, ``resume``, ``demo``, ``check``, ``mcp``, ``bench``, ``sim-model``.
 
 Exit codes: 0 success; 1 the run ended ``error`` / ``needs_clarification``; 2 invalid configuration or
 usage; 130 interrupted by a signal.
@@ -106,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="print the resolved configuration, or what is wrong with it")
     _add_config_args(check)
     check.add_argument("--no-probe", action="store_true", help="do not ask the model endpoint")
+    mcp = commands.add_parser("mcp", help="serve the workflow server (MCP over stdio)")
+    mcp.add_argument("--workflow-dir", metavar="DIR", help="workflow corpus (default WORKFLOW_DIR or ./workflows)")
+    mcp.add_argument("--workspace", metavar="DIR", help="project whose .engineering holds the sessions")
+    mcp.add_argument("--repo", metavar="R", help="pin sessions to one repository (owner/repo or URL)")
+    mcp.add_argument("--install-dir", metavar="D", help="server data folder (default WORKFLOW_SERVER_INSTALL_DIR)")
+    mcp.add_argument("--transport", choices=("stdio", "http"), help="MCP transport (default TRANSPORT or stdio)")
     commands.add_parser("sim-model", help="serve the simulated Responses-API model", add_help=False)
     commands.add_parser("bench", help="run a benchmark suite and validate each result", add_help=False)
     return parser
@@ -123,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         return bench_main(argv[1:])
     args = build_parser().parse_args(argv)
     env = dict(os.environ)
+    if args.command == "mcp":
+        return _mcp(args, env)
     try:
         if args.command == "check":
             return trio.run(_check, args, env)
@@ -138,6 +146,28 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CONFIG
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+
+
+def _mcp(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``orchestrator mcp``: the workflow server on stdio until stdin closes (stdout is the MCP wire)."""
+    from orchestrator.workflow.errors import WorkflowError
+    from orchestrator.workflow.settings import load_workflow_settings
+
+    try:
+        settings = load_workflow_settings(env, vars(args))
+    except WorkflowError as exc:
+        print(f"orchestrator mcp: invalid configuration: {exc.message}", file=sys.stderr)
+        return EXIT_CONFIG
+    if settings.transport != "stdio":
+        print(
+            f"orchestrator mcp: invalid configuration: transport '{settings.transport}' is not available in this "
+            "build; use stdio",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
+    from orchestrator.workflow.server import serve_main
+
+    return serve_main(settings, env, hard_exit=True)
 
 
 def _print_problems(exc: ConfigError) -> None:

@@ -1,0 +1,200 @@
+"""Fixtures for the workflow server: ``orchestrator mcp`` as a real subprocess behind the official stdio client.
+
+``McpProcess`` runs the SDK client (``stdio_client`` + ``ClientSession``) on its own trio loop in a
+background thread, so one server process can serve a whole test module (spawning costs about a second);
+tests are plain ``def`` functions that call ``mcp.call(tool, **args) -> Reply(is_error, text, parsed, meta)``.
+The process gets a temp workspace, a temp key dir (``WORKFLOW_SERVER_KEY_DIR``), a temp ``TMPDIR`` and its
+stderr (the JSON-lines log) in a file; it is always terminated (stdin closed, then killed if need be).
+
+Fixtures: ``mcp`` (module-scoped, the repository's ``workflows/``), ``spawn_mcp`` (factory for a server with
+another workflow dir or env, e.g. ``MIN_CHECKPOINT_RESPONSE_SECONDS``; stopped at test end).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+import trio
+import yaml
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+REPO = Path(__file__).resolve().parents[2]
+WORKFLOWS = REPO / "workflows"
+SEPARATOR = "\n\n---\n\n"
+
+
+class Reply(NamedTuple):
+    """One tool result: ``parsed`` is the JSON/YAML value (a ``(bundle, summary)`` pair for split texts)."""
+
+    is_error: bool
+    text: str
+    parsed: Any
+    meta: dict[str, Any]
+
+
+def parse_text(text: str) -> Any:
+    """JSON if it is JSON, else YAML (both halves when the text has the ``---`` separator), else ``None``."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        if SEPARATOR in text:
+            head, _, tail = text.partition(SEPARATOR)
+            return yaml.safe_load(head), yaml.safe_load(tail)
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+
+
+class McpProcess:
+    """A running ``python -m orchestrator mcp`` and a client session to it (see the module docstring)."""
+
+    def __init__(self, root: Path, *, workflow_dir: Path = WORKFLOWS, env: Mapping[str, str] | None = None,
+                 args: tuple[str, ...] = ()) -> None:
+        self.root = root
+        self.workspace = root / "ws"
+        self.key_dir = root / "keys"
+        self.tmp_dir = root / "tmp"
+        self.log_path = root / "server-stderr.jsonl"
+        self.planning = self.workspace / ".engineering" / "artifacts" / "planning"
+        for folder in (self.workspace, self.tmp_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+        full_env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(root / "home"),
+            "PYTHONPATH": str(REPO / "src"),
+            "WORKFLOW_WORKSPACE": str(self.workspace),
+            "WORKFLOW_SERVER_KEY_DIR": str(self.key_dir),
+            "WORKFLOW_SERVER_INSTALL_DIR": str(root / "install"),
+            "TMPDIR": str(self.tmp_dir),
+            **dict(env or {}),
+        }
+        self.params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "orchestrator", "mcp", "--workflow-dir", str(workflow_dir), *args],
+            env=full_env,
+            cwd=str(root),
+        )
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._session: ClientSession | None = None
+        self._stop: trio.Event | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="mcp-client", daemon=True)
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+
+    def start(self) -> McpProcess:
+        self._thread.start()
+        if not self._ready.wait(60):
+            raise RuntimeError("the MCP server did not start within 60 s")
+        if self._error is not None:
+            raise RuntimeError(f"the MCP server failed to start: {self._error!r}\n{self.stderr()}")
+        return self
+
+    def _run(self) -> None:
+        try:
+            trio.run(self._main)
+        except BaseException as exc:  # surfaced to the test thread
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    async def _main(self) -> None:
+        with self.log_path.open("w") as errlog:
+            async with stdio_client(self.params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+                await s.initialize()
+                self._session = s
+                self._token = trio.lowlevel.current_trio_token()
+                self._stop = trio.Event()
+                self._ready.set()
+                await self._stop.wait()
+
+    def stop(self) -> None:
+        if self._token is not None and self._stop is not None:
+            try:
+                trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+            except trio.RunFinishedError:
+                pass
+        self._thread.join(30)
+
+    # ------------------------------------------------------------------------------------------ calls
+
+    def call(self, tool: str, **args: Any) -> Reply:
+        """Call one tool and return its reply (``parsed`` per ``parse_text``; ``meta`` the ``_meta`` dict)."""
+        assert self._session is not None and self._token is not None, "server not running"
+        session = self._session
+        result = trio.from_thread.run(session.call_tool, tool, args, trio_token=self._token)
+        text = "".join(getattr(item, "text", "") for item in result.content)
+        return Reply(bool(result.is_error), text, parse_text(text), dict(result.meta or {}))
+
+    def ok(self, tool: str, **args: Any) -> Reply:
+        """``call`` that asserts success (the error text is the failure message)."""
+        reply = self.call(tool, **args)
+        assert not reply.is_error, f"{tool} failed: {reply.text}"
+        return reply
+
+    def err(self, tool: str, **args: Any) -> str:
+        """``call`` that asserts an ``isError`` result; returns its text."""
+        reply = self.call(tool, **args)
+        assert reply.is_error, f"{tool} unexpectedly succeeded: {reply.text[:500]}"
+        return reply.text
+
+    def list_tools(self) -> list[Any]:
+        assert self._session is not None and self._token is not None
+        return trio.from_thread.run(self._session.list_tools, trio_token=self._token).tools
+
+    def read_resource(self, uri: str) -> Any:
+        assert self._session is not None and self._token is not None
+        return trio.from_thread.run(self._session.read_resource, uri, trio_token=self._token)
+
+    def stderr(self) -> str:
+        try:
+            return self.log_path.read_text()
+        except OSError:
+            return ""
+
+    def log_records(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.stderr().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+
+@pytest.fixture(scope="module")
+def mcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpProcess]:
+    """One server per test module on the repository's ``workflows/`` (state persists across its tests)."""
+    server = McpProcess(tmp_path_factory.mktemp("mcp")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def spawn_mcp(tmp_path: Path) -> Iterator[Callable[..., McpProcess]]:
+    """``spawn_mcp(workflow_dir=..., env=..., args=...)``: a dedicated server, stopped at test end."""
+    started: list[McpProcess] = []
+
+    def spawn(**kwargs: Any) -> McpProcess:
+        server = McpProcess(tmp_path / f"mcp{len(started)}", **kwargs).start()
+        started.append(server)
+        return server
+
+    try:
+        yield spawn
+    finally:
+        for server in started:
+            server.stop()
