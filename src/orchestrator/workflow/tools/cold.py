@@ -9,6 +9,7 @@ from typing import Any
 from orchestrator.workflow.session.roots import root_mode
 from orchestrator.workflow.tools.context import ServerState, ToolCall, ToolResult, ToolSpec
 from orchestrator.workflow.tools.params import params
+from orchestrator.workflow.tools.render import to_yaml
 
 __all__ = ["DISCOVER", "HEALTH_CHECK", "LIST_WORKFLOWS", "repo_binding"]
 
@@ -55,6 +56,11 @@ def discover(call: ToolCall) -> ToolResult:
 
 
 def list_workflows(call: ToolCall) -> ToolResult:
+    """The catalogue, rendered once per corpus load (it depends on nothing else)."""
+    return ToolResult(call.state.memo("list_workflows", lambda: _catalogue(call)))
+
+
+def _catalogue(call: ToolCall) -> str:
     corpus = call.corpus()
     entries: list[dict[str, Any]] = []
     for wf in corpus.listed_workflows():
@@ -65,8 +71,8 @@ def list_workflows(call: ToolCall) -> ToolResult:
         entries.append(entry)
     if corpus.load_errors:
         errors = [{"file": e.file, "error": e.error} for e in corpus.load_errors]
-        return call.yaml({"workflows": entries, "load_errors": errors})
-    return call.yaml(entries)
+        return to_yaml({"workflows": entries, "load_errors": errors})
+    return to_yaml(entries)
 
 
 def health_check(call: ToolCall) -> ToolResult:
