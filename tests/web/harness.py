@@ -25,8 +25,8 @@ Fixtures (``tests/web/conftest.py``)
     some (e.g. a blocked WebSocket) calls ``allow_console_errors(page, pattern, ...)`` with regexes.
 
 ``shots`` (function scope) -> :class:`Shots`
-    ``shots.save(page, "compose")`` writes ``<tmp_path>/compose.png`` and, when env ``UI_ARTIFACTS`` is
-    set, copies it to ``tests/web/artifacts/``.
+    ``shots.save(page, "compose")`` writes ``<tmp_path>/compose.png`` and copies it to the (git-ignored)
+    ``tests/web/artifacts/``, the run's screenshot artifacts; env ``UI_ARTIFACTS=0`` turns the copy off.
 
 Script helpers: :func:`turn`, :func:`call`, :func:`finish` build sim turns matched on a role's system
 prompt (``You are the <role>.``) and optionally the last input's text.
@@ -330,7 +330,7 @@ def unexpected_errors(page: Any, errors: list[str]) -> list[str]:
 
 
 class Shots:
-    """Screenshots under the test's ``tmp_path``, copied to :data:`ARTIFACTS` when ``UI_ARTIFACTS`` is set."""
+    """Screenshots under the test's ``tmp_path``, copied to :data:`ARTIFACTS` unless ``UI_ARTIFACTS=0``."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -338,7 +338,7 @@ class Shots:
     def save(self, page: Any, name: str, *, full_page: bool = False) -> Path:
         path = self.directory / f"{name}.png"
         page.screenshot(path=str(path), full_page=full_page)
-        if os.environ.get("UI_ARTIFACTS"):
+        if os.environ.get("UI_ARTIFACTS", "1") != "0":
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, ARTIFACTS / path.name)
         return path

@@ -2,8 +2,8 @@
 
 The run view is mounted on a bare host page (``runview_page.py``: the real ``/`` document with the
 host script standing in for the shell) that polls like the shell does. Screenshots of the flow view,
-the sequence view and the inspector go to the test's ``tmp_path`` (and ``tests/web/artifacts/`` when
-``UI_ARTIFACTS`` is set).
+the sequence view and the inspector go to the test's ``tmp_path`` and ``tests/web/artifacts/`` (see
+``Shots``).
 """
 
 from __future__ import annotations
