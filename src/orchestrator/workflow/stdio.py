@@ -1,0 +1,102 @@
+"""The stdio wire without worker threads: the process's stdin and stdout as trio pipe streams.
+
+The SDK's default ``stdio_server()`` wraps the standard streams in ``anyio.wrap_file``, which costs a
+worker-thread round trip for every line read and two (write, flush) for every message sent. Here the
+two descriptors are duplicated and served by ``trio.lowlevel.FdStream`` (non-blocking, on trio's I/O
+loop), and the SDK's ``stdio_server`` is handed these two objects as its explicit streams.
+
+Like the SDK's own claim, ``claim_stdio`` then points fd 0 at the null device and fd 1 at stderr, so a
+stray ``print`` or a child process can never write into the JSON-RPC stream or steal its input;
+``release`` puts both back. Reads end at EOF (the client closed stdin); a final line without a newline
+is still delivered. Malformed UTF-8 is replaced, as the SDK does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import trio
+
+__all__ = ["FdLineReader", "FdTextWriter", "claim_stdio"]
+
+_CHUNK = 1 << 16
+
+
+class FdLineReader:
+    """An async iterator of ``str`` lines (newline kept) read from a pipe descriptor."""
+
+    def __init__(self, fd: int) -> None:
+        self._stream = trio.lowlevel.FdStream(fd)
+        self._buffer = bytearray()
+        self._scanned = 0  # bytes of the buffer already known to hold no newline
+        self._eof = False
+
+    def __aiter__(self) -> FdLineReader:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            end = self._buffer.find(b"\n", self._scanned)
+            if end >= 0:
+                line = bytes(self._buffer[: end + 1])
+                del self._buffer[: end + 1]
+                self._scanned = 0
+                return line.decode("utf-8", errors="replace")
+            self._scanned = len(self._buffer)
+            if self._eof:
+                if not self._buffer:
+                    raise StopAsyncIteration
+                line = bytes(self._buffer)
+                self._buffer.clear()
+                self._scanned = 0
+                return line.decode("utf-8", errors="replace")
+            chunk = await self._stream.receive_some(_CHUNK)
+            if chunk:
+                self._buffer += chunk
+            else:
+                self._eof = True
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class FdTextWriter:
+    """``write``/``flush`` of ``str`` onto a pipe descriptor; each write is sent whole before it returns."""
+
+    def __init__(self, fd: int) -> None:
+        self._stream = trio.lowlevel.FdStream(fd)
+
+    async def write(self, text: str) -> None:
+        await self._stream.send_all(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        """Nothing is buffered here: ``write`` already handed every byte to the pipe."""
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+def claim_stdio() -> tuple[FdLineReader, FdTextWriter, Callable[[], None]]:
+    """The wire's reader and writer on private duplicates of fd 0 and 1, and the function that restores
+    the two standard descriptors. Raises ``OSError`` when the descriptors cannot be duplicated."""
+    wire_in = os.dup(0)
+    wire_out = os.dup(1)
+    saved_in, saved_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+        os.dup2(2, 1)
+    finally:
+        os.close(null)
+
+    def release() -> None:
+        for saved, fd in ((saved_in, 0), (saved_out, 1)):
+            try:
+                os.dup2(saved, fd)
+            except OSError:
+                pass
+            finally:
+                os.close(saved)
+
+    return FdLineReader(wire_in), FdTextWriter(wire_out), release
