@@ -116,7 +116,7 @@ class _Composition:
         self.explicit_mode = bundle is not None
         self.ledger = LedgerView(s.state.delivered_content, scope)
         self.seen = InResponse()
-        self.composer = StepComposer(self.corpus, self.workflow)
+        self.composer = StepComposer.for_workflow(s.server, self.corpus, self.workflow)
         self.events: list[tuple[str, dict[str, Any]]] = []
         self.markers = 0
         self.dispatch = "fresh"

@@ -9,7 +9,7 @@ get_technique and for a bundled step entry.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -29,6 +29,9 @@ from orchestrator.workflow.errors import WorkflowError
 from orchestrator.workflow.tools.ledger import content_hash
 from orchestrator.workflow.tools.provenance import ProvenanceContext, annotate, optional_inputs, scan_producers
 from orchestrator.workflow.tools.render import to_yaml
+
+if TYPE_CHECKING:
+    from orchestrator.workflow.tools.context import ServerState
 
 __all__ = ["ComposedStep", "StepComposer", "ended_error", "not_current_error", "step_binding"]
 
@@ -67,16 +70,25 @@ def step_binding(step: TechniqueStep) -> TechniqueBinding | None:
 
 
 class StepComposer:
-    """Per-call helper over one session workflow: resolves step bindings (memoised) and composes payloads.
+    """Resolves step bindings and composes step-bound payloads over one workflow of one corpus load.
 
-    The provenance scan of the whole workflow is built lazily, once per call.
+    Everything it derives is a pure function of the corpus (composition is static and deterministic), so
+    one instance per workflow is shared across calls until the corpus reloads (``for_workflow``): the
+    provenance scan, each resolution and each composed step are computed once. Callers must treat the
+    returned payloads as read-only.
     """
 
     def __init__(self, corpus: Corpus, workflow: Workflow) -> None:
         self.corpus = corpus
         self.workflow = workflow
         self._resolved: dict[tuple[str, str], ResolvedTechnique | None] = {}
+        self._composed: dict[tuple[str, int], ComposedStep | None] = {}
         self._context: ProvenanceContext | None = None
+
+    @staticmethod
+    def for_workflow(state: ServerState, corpus: Corpus, workflow: Workflow) -> StepComposer:
+        """The shared composer of ``workflow`` for the current corpus load."""
+        return state.memo(("step-composer", workflow.id), lambda: StepComposer(corpus, workflow))
 
     def resolve(self, activity: Activity, step: TechniqueStep) -> ResolvedTechnique | None:
         """The technique a step binds, or ``None`` when it does not resolve."""
@@ -105,6 +117,12 @@ class StepComposer:
 
     def compose(self, activity: Activity, flat: FlatStep) -> ComposedStep | None:
         """The step-bound payload of a technique step, or ``None`` when its technique does not resolve."""
+        memo = (activity.id, id(flat.step))
+        if memo not in self._composed:
+            self._composed[memo] = self._compose(activity, flat)
+        return self._composed[memo]
+
+    def _compose(self, activity: Activity, flat: FlatStep) -> ComposedStep | None:
         step = flat.step
         if not isinstance(step, TechniqueStep):
             return None

@@ -98,7 +98,7 @@ def _step_technique(s: SessionCall, activity: Activity, step_id: str) -> tuple[A
             "follow its definition in the activity instead",
             code="NoTechnique",
         )
-    composer = StepComposer(s.call.corpus(), s.workflow())
+    composer = StepComposer.for_workflow(s.server, s.call.corpus(), s.workflow())
     composed = composer.compose(activity, flat)
     if composed is None:
         ref = flat.step.technique if isinstance(flat.step.technique, str) else flat.step.technique.name
