@@ -28,8 +28,14 @@ __all__ = [
 Schema = dict[str, Any]
 
 
-def string(description: str, *, enum: Sequence[str] | None = None, min_length: int | None = None) -> Schema:
+def string(
+    description: str, *, enum: Sequence[str] | None = None, min_length: int | None = None, path: bool = False
+) -> Schema:
+    """A string schema; ``path`` marks a filesystem path or folder name (``format: path``): no NUL byte, no
+    component longer than the filesystem allows."""
     out: Schema = {"type": "string", "description": description}
+    if path:
+        out["format"] = "path"
     if enum is not None:
         out["enum"] = list(enum)
     if min_length is not None:
@@ -113,10 +119,45 @@ def _fail(path: str, message: str) -> ParameterError:
     return ParameterError(f"Invalid parameter '{path}': {message}" if path else message)
 
 
+#: the largest integer a tool accepts anywhere (JSON's exactly representable range)
+MAX_INTEGER = 2**53
+_MAX_NAME_BYTES = 255
+_MAX_PATH_BYTES = 4096
+
+
+def _check_numbers(value: Any, path: str, depth: int = 0) -> None:
+    """Refuse numbers no session file or budget calculation can hold: non-finite floats (``NaN``,
+    ``Infinity``, or ``1e400`` overflowing to it) and integers beyond ``MAX_INTEGER``, at any depth."""
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise _fail(path, "numbers must be finite (NaN and Infinity have no JSON form)")
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if abs(value) > MAX_INTEGER:
+            raise _fail(path, f"integer out of range (at most {MAX_INTEGER} in magnitude)")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_numbers(item, f"{path}.{key}" if path else str(key), depth + 1)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_numbers(item, f"{path}[{i}]", depth + 1)
+
+
+def _check_path(value: str, path: str) -> None:
+    if "\x00" in value:
+        raise _fail(path, "must not contain a NUL byte")
+    encoded = value.encode("utf-8", errors="surrogatepass")
+    if len(encoded) > _MAX_PATH_BYTES:
+        raise _fail(path, f"longer than {_MAX_PATH_BYTES} bytes")
+    if any(len(part) > _MAX_NAME_BYTES for part in encoded.split(b"/")):
+        raise _fail(path, f"has a folder or file name longer than {_MAX_NAME_BYTES} bytes")
+
+
 def _check(value: Any, schema: Schema, path: str) -> None:
     kind = schema.get("type")
     if kind is not None and not _type_ok(value, kind):
         raise _fail(path, f"expected {kind}, got {_kind_of(value)}")
+    if schema.get("format") == "path" and isinstance(value, str):
+        _check_path(value, path)
     if "enum" in schema and value not in schema["enum"]:
         raise _fail(path, f"{value!r} is not one of [{', '.join(map(str, schema['enum']))}]")
     if "minimum" in schema and value < schema["minimum"]:
@@ -167,4 +208,8 @@ def validate_args(arguments: Mapping[str, Any] | None, schema: Schema) -> dict[s
     """
     args = dict(arguments or {})
     _check_object(args, schema, "")
+    _check_numbers(args, "")
+    for key, sub in schema.get("properties", {}).items():  # an integral float (2.0) counts as an integer
+        if sub.get("type") == "integer" and isinstance(args.get(key), float):
+            args[key] = int(args[key])
     return {k: v for k, v in args.items() if v is not None}

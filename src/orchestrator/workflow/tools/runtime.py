@@ -43,8 +43,8 @@ class JsonLog:
         record = {"ts": round(self._clock(), 3), "level": level, "msg": msg, **cut_values(fields)}
         try:
             line = self._encoder.encode(record)
-        except (TypeError, msgspec.EncodeError):
-            fixed = {k: v if k in ("ts", "level", "msg") else repr(v) for k, v in record.items()}
+        except (TypeError, ValueError, msgspec.EncodeError):  # e.g. a lone surrogate in an argument
+            fixed = {k: v if k in ("ts", "level", "msg") else ascii(v) for k, v in record.items()}
             line = self._encoder.encode(fixed)
         stream = self._stream or sys.stderr
         try:

@@ -435,8 +435,8 @@ START_SESSION = ToolSpec(
     params(
         {
             "workflow_id": string("Workflow to run (default meta)."),
-            "planning_folder": string("Absolute path of the planning folder to resume or create."),
-            "working_directory": string("Absolute path of the checkout under work."),
+            "planning_folder": string("Absolute path of the planning folder to resume or create.", path=True),
+            "working_directory": string("Absolute path of the checkout under work.", path=True),
             "repo": string("owner/repo or a GitHub URL; must equal working_directory's origin when both given."),
             "user_request": string("The user's request, seeded into the variable bag."),
             "agent_id": string("Agent that owns the session (default orchestrator)."),
@@ -462,7 +462,7 @@ DISPATCH_CHILD = ToolSpec(
             "session_index": SESSION_INDEX,
             "workflow_id": string("Workflow the child runs.", min_length=1),
             "agent_id": AGENT_ID | {"description": "Agent that owns the child session (default worker)."},
-            "planning_slug": string("Planning folder name used when a temporary parent is promoted."),
+            "planning_slug": string("Planning folder name used when a temporary parent is promoted.", path=True),
             "repo": string("owner/repo (or URL) to bind when the parent has none."),
             "context_mode": string("Delivery mode of the child.", enum=("persistent", "fresh")),
         },
