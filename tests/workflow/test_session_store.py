@@ -31,7 +31,7 @@ from orchestrator.workflow.session import (
     seal,
     touch,
 )
-from orchestrator.workflow.session.store import PENDING_SEAL_FILE
+from orchestrator.workflow.session.store import PENDING_SEAL_FILE, ROOTS_FILE
 from orchestrator.workflow.settings import WorkflowSettings, load_workflow_settings
 
 T0 = 1_767_225_600.0
@@ -319,6 +319,13 @@ def test_added_search_root_is_scanned(store: SessionStore, tmp_path: Path) -> No
         fresh.locate(top.session_index)
     fresh.add_search_root(elsewhere)
     assert fresh.locate(top.session_index).folder == elsewhere / "2026-01-01-wp"
+    # a restarted server (a new store on the same settings) still scans the learned root
+    restarted = SessionStore(store.settings, store.key)
+    assert elsewhere in restarted.search_roots()
+    assert restarted.locate(top.session_index).folder == elsewhere / "2026-01-01-wp"
+    # a damaged roots file is no roots, never an error
+    (store.settings.key_dir / ROOTS_FILE).write_text("{not json")
+    assert elsewhere not in SessionStore(store.settings, store.key).search_roots()
 
 
 # --------------------------------------------------------------------------------------- transients

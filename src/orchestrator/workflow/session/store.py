@@ -40,6 +40,8 @@ __all__ = ["PENDING_SEAL_FILE", "SEAL_FILE", "SESSION_FILE", "TRANSIENT_PREFIX",
 
 SESSION_FILE = "session.json"
 SEAL_FILE = ".session-token"
+#: the planning roots ``add_search_root`` learned, kept beside the key (see ``SessionStore``)
+ROOTS_FILE = "planning-roots.json"
 #: the next seal, written just before ``session.json`` is replaced and removed after the seal is
 PENDING_SEAL_FILE = ".session-token.next"
 TRANSIENT_PREFIX = "workflow-server-transient-"
@@ -118,7 +120,9 @@ class SessionStore:
     """Session folders under the configured roots plus this process's transient folders.
 
     ``key`` is the server key, or a ``keys.LazyKey`` resolved on first use. ``roots`` replaces the
-    search roots derived from ``settings`` (tests); ``add_search_root`` adds one at run time.
+    search roots derived from ``settings`` (tests); ``add_search_root`` adds one at run time and, with
+    derived roots, remembers it in ``<key dir>/planning-roots.json`` so a restarted server still finds the
+    sessions it opened under a ``working_directory`` project (a missing or malformed file is no roots).
     ``durable=False`` skips fsync (writes stay atomic; a power loss may lose the latest write).
     """
 
@@ -134,7 +138,7 @@ class SessionStore:
         self.durable = durable
         self._key_source = key
         self._roots = list(roots) if roots is not None else None
-        self._extra_roots: list[Path] = []
+        self._extra_roots: list[Path] = self._remembered_roots() if roots is None else []
         self._transients: dict[str, _Transient] = {}
         self._cache: dict[str, Path] = {}
 
@@ -159,9 +163,31 @@ class SessionStore:
         return [root for root in [*base, *self._extra_roots] if root.is_dir()]
 
     def add_search_root(self, root: Path) -> None:
-        """Also scan ``root`` from now on (e.g. a project's planning root opened via ``working_directory``)."""
+        """Also scan ``root`` from now on (e.g. a project's planning root opened via ``working_directory``),
+        in this process and, with derived roots, after a restart."""
         if all(os.path.realpath(root) != os.path.realpath(known) for known in self._extra_roots):
             self._extra_roots.append(root)
+            if self._roots is None:
+                self._remember_roots()
+
+    def _roots_file(self) -> Path:
+        return self.settings.key_dir / ROOTS_FILE
+
+    def _remembered_roots(self) -> list[Path]:
+        try:
+            listed = msgspec.json.decode(self._roots_file().read_bytes(), type=list[str])
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            return []
+        return [Path(item) for item in listed if os.path.isabs(item)]
+
+    def _remember_roots(self) -> None:
+        """Best effort: an unwritable key dir only costs finding these sessions after a restart."""
+        try:
+            make_private_dirs(self.settings.key_dir)
+            data = msgspec.json.encode(sorted({str(root) for root in self._extra_roots}))
+            write_private(self._roots_file(), data, durable=self.durable)
+        except OSError:
+            pass
 
     # ------------------------------------------------------------------------------ read / write
 
