@@ -23,6 +23,8 @@ from orchestrator.service.logwindow import RECENT_ROWS, RunAggregate
 __all__ = ["RunIndex", "RunIndexes"]
 
 _CACHE = 512
+#: bytes of log read and folded at a time while catching up
+CHUNK = 8 << 20
 
 
 class RunIndex(Sequence[dict[str, Any]]):
@@ -42,17 +44,34 @@ class RunIndex(Sequence[dict[str, Any]]):
         self._cache: OrderedDict[int, dict[str, Any]] = OrderedDict()
 
     def update(self) -> int:
-        """Fold complete lines appended since the last call; returns how many events were new."""
+        """Fold complete lines appended since the last call; returns how many events were new.
+
+        Reads in ``CHUNK``-sized pieces, so catching up on a huge log holds one piece and its events in
+        memory at a time (a partial last line waits for its newline). A log that shrank is re-read."""
         try:
             with self.path.open("rb") as handle:
                 size = handle.seek(0, 2)
                 if size < self._read_to:
                     self._reset()
                 handle.seek(self._read_to)
-                data = handle.read(size - self._read_to)
+                new = 0
+                carry = b""
+                while self._read_to + len(carry) < size:
+                    data = carry + handle.read(min(CHUNK, size - self._read_to - len(carry)))
+                    end = data.rfind(b"\n") + 1
+                    if end == 0:
+                        if len(data) >= size - self._read_to:
+                            break  # only a partial line is left
+                        carry = data
+                        continue
+                    new += self._fold(data, end)
+                    carry = data[end:]
         except FileNotFoundError:
             return 0
-        end = data.rfind(b"\n") + 1
+        return new
+
+    def _fold(self, data: bytes, end: int) -> int:
+        """Index and fold the complete lines in ``data[:end]``, which starts at ``self._read_to``."""
         base = self._read_to
         self._read_to += end
         batch: list[dict[str, Any]] = []
@@ -66,7 +85,9 @@ class RunIndex(Sequence[dict[str, Any]]):
                 batch.append(event)
             start = stop + 1
         first = len(self._starts) - len(batch)
-        rows_from = len(batch) - RECENT_ROWS  # only the last rows can survive in recentLog: render only those
+        # Only the log's last RECENT_ROWS events survive in recentLog, and each of those is among the
+        # last RECENT_ROWS of its own chunk: rendering just those rows per chunk renders all survivors.
+        rows_from = len(batch) - RECENT_ROWS
         for k, event in enumerate(batch):
             self.aggregate.add(event, first + k, row=k >= rows_from)
             fold(self.flow, event)
