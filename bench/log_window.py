@@ -55,7 +55,7 @@ TURN_MS = 40  # synthetic clock step per worker turn
 SMALL_ID, LARGE_ID = "run-20260101-000000", "run-20260101-000001"
 PAGE = 50
 ROUNDS = 9  # interleaved rounds of the cheap endpoints
-FLOW_ROUNDS = 3  # the big flow answer is ~150 MB: fewer rounds
+FLOW_ROUNDS = ROUNDS  # the flow answer is windowed (bounded), so it gets as many rounds as the rest
 APPEND_ROUNDS = 3
 SUBSCRIBERS = 100
 RUN_PAIRS = 3  # paced; the unpaced stream gets one pair, for context
@@ -591,7 +591,7 @@ async def bench_read_path(workdir: Path, large: int, profile: bool) -> None:
             )
             print(
                 f"  while the 1M index was built, a concurrent GET /api/queue waited up to {blocked:.2f} s "
-                f"({answered} answers): the build runs on the event loop"
+                f"({answered} answers): the build runs in a worker thread, so this is its GIL share"
             )
             totals = {
                 k: (await timed_get(client, f"/api/runs/{v}/log?limit=1"))[1].json()["total"] for k, v in ids.items()

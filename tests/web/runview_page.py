@@ -36,7 +36,7 @@ try {
   }).observe({ type: "longtask", buffered: true });
 } catch (error) {}
 
-async function mount(runId, { interval = 250 } = {}) {
+async function mount(runId, { interval = 250, flowQuery = "" } = {}) {
   const config = await get("/api/config");
   const stream = createStream({ url: "/ws/stream" });
   stream.subscribe(runId);
@@ -49,7 +49,7 @@ async function mount(runId, { interval = 250 } = {}) {
   async function poll() {
     try {
       const [flowText, viewText] = await Promise.all([
-        fetch(`${base}/flow`, { cache: "no-store" }).then((r) => r.text()),
+        fetch(`${base}/flow${flowQuery}`, { cache: "no-store" }).then((r) => r.text()),
         fetch(base, { cache: "no-store" }).then((r) => r.text()),
       ]);
       const start = performance.now();
@@ -90,6 +90,10 @@ def open_host(page: Any) -> None:
     page.wait_for_selector("body[data-ready='1']", state="attached")
 
 
-def mount(page: Any, run_id: str, interval_ms: int = 250) -> None:
-    """Mount the run view for ``run_id`` in the host page and start polling."""
-    page.evaluate("([id, ms]) => window.rvHost.mount(id, { interval: ms })", [run_id, interval_ms])
+def mount(page: Any, run_id: str, interval_ms: int = 250, flow_query: str = "") -> None:
+    """Mount the run view for ``run_id`` in the host page and start polling (``flow_query`` e.g.
+    ``"?window=all"`` is appended to the flow URL)."""
+    page.evaluate(
+        "([id, ms, query]) => window.rvHost.mount(id, { interval: ms, flowQuery: query })",
+        [run_id, interval_ms, flow_query],
+    )

@@ -69,10 +69,10 @@ def _optional_str(body: dict[str, Any], key: str, allowed: tuple[str, ...]) -> t
     return (isinstance(value, str) and value in allowed), value if isinstance(value, str) else None
 
 
-#: Operations a ``GET /flow`` answer carries by default: the newest ones plus every live one. A run
-#: this long is far past what either view can draw, and the answer stays the same size however long
-#: the run grows (``?window=all`` asks for the whole model, ``?window=N`` for another size).
-FLOW_WINDOW = 2000
+#: Operations a ``GET /flow`` answer carries by default: the newest ones plus every live one, so the
+#: 1 s poll stays the same size however long the run grows (~300 KB at most). ``?window=all`` asks for
+#: the whole model (the UI's "Show all"), ``?window=N`` for another size.
+FLOW_WINDOW = 1000
 
 
 def flow_window(value: str | None) -> int | None:

@@ -44,6 +44,8 @@ const state = {
   defaults: { effort: "standard", logLevel: "full" },
   selectedRunId: null, // null: follow the active (else latest) run
   runView: null,
+  /** Runs whose whole flow model the operator asked for (a long run's poll is windowed by default). */
+  wholeFlow: new Set(),
   flow: null,
   viewError: null,
   reachable: true,
@@ -196,7 +198,7 @@ async function pollRun() {
   try {
     const [view, flow] = await Promise.all([
       api.get(`/api/runs/${seg(runId)}`),
-      api.get(`/api/runs/${seg(runId)}/flow`),
+      api.get(`/api/runs/${seg(runId)}/flow${state.wholeFlow.has(runId) ? "?window=all" : ""}`),
     ]);
     if (runId !== watchedRunId()) return; // the selection moved while we waited
     state.runView = view;

@@ -5,7 +5,10 @@
 //   createRunView(root, ctx) -> {render(flow, runView), setMode('flow'|'sequence'), setTier(t), destroy()}
 //   ctx = {runId, config (GET /api/config), api: {get(path) -> Promise<json>},
 //          stream (stream.js createStream(), or any object with onDelta(fn) -> unsubscribe; or null),
-//          getTier() -> 'detailed'|'friendly'|'whimsical'}
+//          getTier() -> 'detailed'|'friendly'|'whimsical',
+//          showAllOperations?() -> the shell polls the whole model (?window=all) from now on}
+// A long run's flow answer is windowed (operationsOmitted > 0): the view says how many earlier operations
+// it leaves out and offers "Show all", which calls showAllOperations.
 // The shell calls render() on every poll with GET /api/runs/:id/flow and GET /api/runs/:id. Rendering is
 // incremental: an unchanged model and view cost a signature comparison; changed frames touch only the
 // keyed nodes that changed. The run view never subscribes the stream (the shell owns the subscription);
@@ -102,6 +105,15 @@ export function createRunView(root, ctx) {
   const note = el("div", "rv-note");
   note.dataset.testid = "omitted-note";
   note.hidden = true;
+  const noteText = el("span");
+  const showAll = el("button", "rv-show-all");
+  showAll.type = "button";
+  showAll.dataset.testid = "show-all-operations";
+  setText(showAll, "Show all");
+  showAll.addEventListener("click", () => {
+    if (typeof ctx.showAllOperations === "function") ctx.showAllOperations();
+  });
+  note.append(noteText, " ", showAll);
   const flowPane = el("div", "rv-pane rv-flow");
   const seqPane = el("div", "rv-pane rv-seq");
   seqPane.hidden = true;
@@ -224,7 +236,8 @@ export function createRunView(root, ctx) {
     badge.className = `rv-status status-${flow.status}`;
     const omitted = Number(flow.operationsOmitted) || 0;
     note.hidden = !(omitted > 0);
-    if (omitted > 0) setText(note, `${omitted.toLocaleString()} earlier operations not shown`);
+    if (omitted > 0) setText(noteText, `${omitted.toLocaleString()} earlier operations not shown`);
+    showAll.hidden = typeof ctx.showAllOperations !== "function";
     drawCost();
     const options = { tier, sig, partialAt, partialBox, typeInfo, extraKey: runView ? JSON.stringify(runView.roles || []).length : 0 };
     if (mode === "flow") graph.update(flow, options);

@@ -130,6 +130,10 @@ export function createWatch(root, app) {
         api: { get: (path) => app.api.get(path) },
         stream: app.stream,
         getTier: () => state.tier,
+        showAllOperations: () => {
+          state.wholeFlow.add(runId);
+          app.refresh();
+        },
       });
       if (view && typeof view.setMode === "function") view.setMode(mode);
     } catch (err) {
