@@ -22,10 +22,9 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from orchestrator.workflow.server import TOOL_TABLE, WorkflowMCP, build_state
+from orchestrator.workflow.server import WorkflowMCP, build_state
 from orchestrator.workflow.session.state import SessionFile
 from orchestrator.workflow.settings import load_workflow_settings
-from orchestrator.workflow.tools import checkpoints
 from orchestrator.workflow.tools.runtime import JsonLog
 
 WORKFLOWS = Path(__file__).resolve().parents[1] / "workflows"
@@ -136,8 +135,7 @@ class _Harness:
         self.now = 1_900_000_000.0
         self.state = build_state(load_workflow_settings(env, cwd=self.root), log=JsonLog(io.StringIO()), env=env)
         self.state.clock = lambda: self.now
-        names = {spec.name for spec in TOOL_TABLE}
-        self.server = WorkflowMCP(self.state, TOOL_TABLE + tuple(s for s in checkpoints.TOOLS if s.name not in names))
+        self.server = WorkflowMCP(self.state)
         self.planning = self.root / "ws" / ".engineering" / "artifacts" / "planning"
         self.counter = itertools.count()
 

@@ -12,6 +12,7 @@ another workflow dir or env, e.g. ``MIN_CHECKPOINT_RESPONSE_SECONDS``; stopped a
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -55,7 +56,67 @@ def parse_text(text: str) -> Any:
         return None
 
 
-class McpProcess:
+class _Calls:
+    """``ok``/``err`` over a ``call(tool, **args) -> Reply`` (shared by the subprocess and in-process servers)."""
+
+    def call(self, tool: str, **args: Any) -> Reply:
+        raise NotImplementedError
+
+    def ok(self, tool: str, **args: Any) -> Reply:
+        """``call`` that asserts success (the error text is the failure message)."""
+        reply = self.call(tool, **args)
+        assert not reply.is_error, f"{tool} failed: {reply.text}"
+        return reply
+
+    def err(self, tool: str, **args: Any) -> str:
+        """``call`` that asserts an ``isError`` result; returns its text."""
+        reply = self.call(tool, **args)
+        assert reply.is_error, f"{tool} unexpectedly succeeded: {reply.text[:500]}"
+        return reply.text
+
+
+def _reply(result: Any) -> Reply:
+    text = "".join(getattr(item, "text", "") for item in result.content)
+    return Reply(bool(result.is_error), text, parse_text(text), dict(result.meta or {}))
+
+
+class InProcess(_Calls):
+    """The whole call pipeline (``WorkflowMCP.dispatch``) in this process, on a temp workspace and key dir.
+
+    ``controlled_clock``: the server's clock reads ``self.now`` (unix seconds), which the test moves.
+    """
+
+    def __init__(
+        self, root: Path, workflow_dir: Path = WORKFLOWS, *, floor: str = "3", controlled_clock: bool = True
+    ) -> None:
+        from orchestrator.workflow.server import WorkflowMCP, build_state
+        from orchestrator.workflow.settings import load_workflow_settings
+        from orchestrator.workflow.tools.runtime import JsonLog
+
+        for name in ("ws", "tmp"):
+            (root / name).mkdir(parents=True, exist_ok=True)
+        env = {
+            "HOME": str(root / "home"),
+            "WORKFLOW_WORKSPACE": str(root / "ws"),
+            "WORKFLOW_DIR": str(workflow_dir),
+            "WORKFLOW_SERVER_KEY_DIR": str(root / "keys"),
+            "WORKFLOW_SERVER_INSTALL_DIR": str(root / "install"),
+            "TMPDIR": str(root / "tmp"),
+            "MIN_CHECKPOINT_RESPONSE_SECONDS": floor,
+            "WORKFLOW_CORPUS_RECHECK_SECONDS": "0",
+        }
+        self.planning = root / "ws" / ".engineering" / "artifacts" / "planning"
+        self.now = 1_900_000_000.0
+        state = build_state(load_workflow_settings(env, cwd=root), log=JsonLog(io.StringIO()), env=env)
+        if controlled_clock:
+            state.clock = lambda: self.now
+        self.server = WorkflowMCP(state)
+
+    def call(self, tool: str, **args: Any) -> Reply:
+        return _reply(self.server.dispatch(tool, args))
+
+
+class McpProcess(_Calls):
     """A running ``python -m orchestrator mcp`` and a client session to it (see the module docstring)."""
 
     def __init__(self, root: Path, *, workflow_dir: Path = WORKFLOWS, env: Mapping[str, str] | None = None,
@@ -133,21 +194,7 @@ class McpProcess:
         """Call one tool and return its reply (``parsed`` per ``parse_text``; ``meta`` the ``_meta`` dict)."""
         assert self._session is not None and self._token is not None, "server not running"
         session = self._session
-        result = trio.from_thread.run(session.call_tool, tool, args, trio_token=self._token)
-        text = "".join(getattr(item, "text", "") for item in result.content)
-        return Reply(bool(result.is_error), text, parse_text(text), dict(result.meta or {}))
-
-    def ok(self, tool: str, **args: Any) -> Reply:
-        """``call`` that asserts success (the error text is the failure message)."""
-        reply = self.call(tool, **args)
-        assert not reply.is_error, f"{tool} failed: {reply.text}"
-        return reply
-
-    def err(self, tool: str, **args: Any) -> str:
-        """``call`` that asserts an ``isError`` result; returns its text."""
-        reply = self.call(tool, **args)
-        assert reply.is_error, f"{tool} unexpectedly succeeded: {reply.text[:500]}"
-        return reply.text
+        return _reply(trio.from_thread.run(session.call_tool, tool, args, trio_token=self._token))
 
     def list_tools(self) -> list[Any]:
         assert self._session is not None and self._token is not None

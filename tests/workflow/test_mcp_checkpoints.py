@@ -12,7 +12,6 @@ Three layers:
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 from collections.abc import Callable, Iterator
@@ -22,20 +21,13 @@ from typing import Any
 import msgspec
 import pytest
 
-from orchestrator.workflow.server import TOOL_TABLE, WorkflowMCP, build_state
 from orchestrator.workflow.session.state import SessionFile
-from orchestrator.workflow.settings import load_workflow_settings
 from orchestrator.workflow.tools import checkpoints
-from orchestrator.workflow.tools.runtime import JsonLog
 
-from .conftest import WORKFLOWS, McpProcess, Reply, parse_text
+from .conftest import WORKFLOWS, McpProcess
+from .conftest import InProcess as _InProcess
 
 # ---------------------------------------------------------------------------------------------- helpers
-
-
-def _tools() -> tuple[Any, ...]:
-    names = {spec.name for spec in TOOL_TABLE}
-    return TOOL_TABLE + tuple(spec for spec in checkpoints.TOOLS if spec.name not in names)
 
 
 def _file(folder: Path) -> dict[str, Any]:
@@ -46,42 +38,8 @@ def _history(folder: Path, kind: str) -> list[dict[str, Any]]:
     return [event for event in _file(folder)["history"] if event["type"] == kind]
 
 
-class InProcess:
-    """The server pipeline in this process, with ``now`` (unix seconds) under the test's control."""
-
-    def __init__(self, root: Path, workflow_dir: Path = WORKFLOWS, floor: str = "3") -> None:
-        for name in ("ws", "tmp"):
-            (root / name).mkdir(parents=True, exist_ok=True)
-        env = {
-            "HOME": str(root / "home"),
-            "WORKFLOW_WORKSPACE": str(root / "ws"),
-            "WORKFLOW_DIR": str(workflow_dir),
-            "WORKFLOW_SERVER_KEY_DIR": str(root / "keys"),
-            "WORKFLOW_SERVER_INSTALL_DIR": str(root / "install"),
-            "TMPDIR": str(root / "tmp"),
-            "MIN_CHECKPOINT_RESPONSE_SECONDS": floor,
-            "WORKFLOW_CORPUS_RECHECK_SECONDS": "0",
-        }
-        self.planning = root / "ws" / ".engineering" / "artifacts" / "planning"
-        self.now = 1_900_000_000.0
-        state = build_state(load_workflow_settings(env, cwd=root), log=JsonLog(io.StringIO()), env=env)
-        state.clock = lambda: self.now
-        self.server = WorkflowMCP(state, _tools())
-
-    def call(self, tool: str, **args: Any) -> Reply:
-        result = self.server.dispatch(tool, args)
-        text = "".join(getattr(item, "text", "") for item in result.content)
-        return Reply(bool(result.is_error), text, parse_text(text), dict(result.meta or {}))
-
-    def ok(self, tool: str, **args: Any) -> Reply:
-        reply = self.call(tool, **args)
-        assert not reply.is_error, f"{tool} failed: {reply.text}"
-        return reply
-
-    def err(self, tool: str, **args: Any) -> str:
-        reply = self.call(tool, **args)
-        assert reply.is_error, f"{tool} unexpectedly succeeded: {reply.text[:400]}"
-        return reply.text
+class InProcess(_InProcess):
+    """The in-process server (``conftest.InProcess``) plus a helper to open a session at an activity."""
 
     def session_at(self, workflow_id: str, activity_id: str, slug: str) -> tuple[str, Path]:
         folder = self.planning / slug

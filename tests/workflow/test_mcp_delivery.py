@@ -12,7 +12,6 @@ Two layers:
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import shutil
@@ -22,12 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from orchestrator.workflow.server import TOOL_TABLE, WorkflowMCP, build_state
-from orchestrator.workflow.settings import load_workflow_settings
-from orchestrator.workflow.tools import delivery
-from orchestrator.workflow.tools.runtime import JsonLog
-
-from .conftest import SEPARATOR, WORKFLOWS, McpProcess, Reply, parse_text
+from .conftest import SEPARATOR, WORKFLOWS, InProcess, McpProcess, Reply
 
 HEX16 = re.compile(r"^[0-9a-f]{16}$")
 
@@ -351,38 +345,6 @@ def test_checkpoint_lock(mcp: McpProcess) -> None:
 # ---------------------------------------------------------------------------------------- in-process, edited corpus
 
 
-class InProcess:
-    """The server pipeline in this process (delivery tools added to the table when not wired yet)."""
-
-    def __init__(self, root: Path, workflow_dir: Path) -> None:
-        for name in ("ws", "tmp"):
-            (root / name).mkdir(parents=True, exist_ok=True)
-        env = {
-            "HOME": str(root / "home"), "WORKFLOW_WORKSPACE": str(root / "ws"), "WORKFLOW_DIR": str(workflow_dir),
-            "WORKFLOW_SERVER_KEY_DIR": str(root / "keys"), "WORKFLOW_SERVER_INSTALL_DIR": str(root / "install"),
-            "TMPDIR": str(root / "tmp"), "WORKFLOW_CORPUS_RECHECK_SECONDS": "0",
-        }
-        self.planning = root / "ws" / ".engineering" / "artifacts" / "planning"
-        state = build_state(load_workflow_settings(env, cwd=root), log=JsonLog(io.StringIO()), env=env)
-        names = {spec.name for spec in TOOL_TABLE}
-        self.server = WorkflowMCP(state, TOOL_TABLE + tuple(s for s in delivery.TOOLS if s.name not in names))
-
-    def call(self, tool: str, **args: Any) -> Reply:
-        result = self.server.dispatch(tool, args)
-        text = "".join(getattr(item, "text", "") for item in result.content)
-        return Reply(bool(result.is_error), text, parse_text(text), dict(result.meta or {}))
-
-    def ok(self, tool: str, **args: Any) -> Reply:
-        reply = self.call(tool, **args)
-        assert not reply.is_error, f"{tool} failed: {reply.text}"
-        return reply
-
-    def err(self, tool: str, **args: Any) -> str:
-        reply = self.call(tool, **args)
-        assert reply.is_error, f"{tool} unexpectedly succeeded: {reply.text[:400]}"
-        return reply.text
-
-
 def _edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text, f"{old!r} not in {path}"
@@ -409,7 +371,7 @@ def edited(tmp_path_factory: pytest.TempPathFactory) -> InProcess:
           "  - kind: checkpoint\n    id: publish-report")
     bug = corpus / "bug-fix" / "workflow.yaml"
     _edit(bug, "techniques:\n  workflow:\n    - fix-plan\n", "")
-    return InProcess(root / "server", corpus)
+    return InProcess(root / "server", corpus, controlled_clock=False)
 
 
 def test_max_chars_skip_and_opt_out(edited: InProcess) -> None:
