@@ -208,7 +208,9 @@ def validate_args(arguments: Mapping[str, Any] | None, schema: Schema) -> dict[s
     """
     args = dict(arguments or {})
     _check_object(args, schema, "")
-    _check_numbers(args, "")
+    for key in schema.get("properties", {}):  # what a handler reads; ignored unknown keys stay ignored
+        if key in args:
+            _check_numbers(args[key], key)
     for key, sub in schema.get("properties", {}).items():  # an integral float (2.0) counts as an integer
         if sub.get("type") == "integer" and isinstance(args.get(key), float):
             args[key] = int(args[key])
