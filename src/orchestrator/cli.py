@@ -1,4 +1,5 @@
-"""The ``orchestrator`` command: ``serve``, ``run``, ``resume``, ``demo``, ``check``, ``mcp``, ``bench``, ``sim-model``.
+"""The ``orchestrator`` command: ``serve``, ``run``, ``resume``, ``demo``, ``check``, ``init``, ``mcp``, ``bench``,
+``sim-model``; ``orchestrator --version`` prints the package version.
 
 Exit codes: 0 success; 1 the run ended ``error`` / ``needs_clarification``; 2 invalid configuration or
 usage; 130 interrupted by a signal.
@@ -16,7 +17,8 @@ from pathlib import Path
 import msgspec
 import trio
 
-from orchestrator.config import Settings, load_settings, probe_model, render_settings, resolve_paths
+from orchestrator import __version__
+from orchestrator.config import Settings, load_config, locate_config, probe_model, render_settings
 from orchestrator.engine.effort import EFFORT_TIERS
 from orchestrator.engine.human import AnswersFile, HumanBackend, Terminal, load_answers
 from orchestrator.engine.reconcile import reconcile_runs
@@ -40,11 +42,16 @@ EXIT_OK, EXIT_RUN_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _add_config_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--guild", metavar="DIR", help="Guild directory (default ORCHESTRATOR_GUILD_DIR or ./guild)")
+    parser.add_argument(
+        "--guild",
+        metavar="DIR",
+        help="Guild directory (default ORCHESTRATOR_GUILD_DIR, else WORKSPACE/guild, else the packaged one)",
+    )
     parser.add_argument(
         "--deployment",
         metavar="FILE",
-        help="deployment file (default ORCHESTRATOR_DEPLOYMENT_FILE or ./deployment/deployment.json)",
+        help="deployment file (default ORCHESTRATOR_DEPLOYMENT_FILE, else WORKSPACE/deployment/deployment.json, "
+        "else the packaged one)",
     )
 
 
@@ -84,6 +91,7 @@ def _add_serve_args(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="orchestrator", description="Adaptive Orchestrator")
+    parser.add_argument("--version", action="version", version=f"orchestrator {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = commands.add_parser("run", help="run one task in-process against the configured model")
     _add_run_args(run)
@@ -104,8 +112,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--once", action="store_true", help="run the demo task in the terminal instead of serving")
     demo.add_argument("task", nargs="?", default="Write a greeting into hello.txt and make sure it is there.")
     check = commands.add_parser("check", help="print the resolved configuration, or what is wrong with it")
+    check.add_argument(
+        "--workspace", metavar="DIR", default=".", help="workspace whose guild/ and deployment/ count (default .)"
+    )
     _add_config_args(check)
     check.add_argument("--no-probe", action="store_true", help="do not ask the model endpoint")
+    init = commands.add_parser("init", help="copy the packaged Guild and deployment file into a workspace to edit")
+    init.add_argument("directory", nargs="?", default=".", metavar="DIR", help="the workspace (default .)")
+    init.add_argument("--force", action="store_true", help="replace existing copies (each old one is kept aside)")
+    init.add_argument("--workflows", action="store_true", help="also copy the workflows (for orchestrator mcp)")
     mcp = commands.add_parser("mcp", help="serve the workflow server (MCP over stdio)")
     mcp.add_argument("--workflow-dir", metavar="DIR", help="workflow corpus (default WORKFLOW_DIR or ./workflows)")
     mcp.add_argument("--workspace", metavar="DIR", help="project whose .engineering holds the sessions")
@@ -131,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ)
     if args.command == "mcp":
         return _mcp(args, env)
+    if args.command == "init":
+        return _init(args)
     try:
         if args.command == "check":
             return trio.run(_check, args, env)
@@ -170,6 +187,32 @@ def _mcp(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return serve_main(settings, env, hard_exit=True)
 
 
+def _init(args: argparse.Namespace) -> int:
+    """``orchestrator init [DIR]``: the packaged defaults copied into DIR (see ``defaults/init.py``)."""
+    from orchestrator.defaults.init import InitRefused, init_workspace
+
+    directory = Path(args.directory).resolve()
+    try:
+        copied = init_workspace(directory, force=args.force, workflows=args.workflows)
+    except InitRefused as exc:
+        print("orchestrator init: nothing written; these already exist:", file=sys.stderr)
+        for path in exc.existing:
+            print(f"  - {path}", file=sys.stderr)
+        print("  (--force replaces them, keeping each old copy beside it as NAME.replaced-TIMESTAMP)", file=sys.stderr)
+        return EXIT_CONFIG
+    except OSError as exc:
+        print(f"orchestrator init: cannot write into {directory}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    for item in copied:
+        kept = f" (the old one is now {item.kept_as.name})" if item.kept_as else ""
+        print(f"orchestrator init: wrote the {item.what} to {item.target}{kept}")
+    print(
+        f"orchestrator init: `orchestrator check --workspace {directory}` shows them in use; "
+        f"`orchestrator serve --workspace {directory}` serves with them"
+    )
+    return EXIT_OK
+
+
 def _print_problems(exc: ConfigError) -> None:
     print("orchestrator: invalid configuration:", file=sys.stderr)
     for problem in exc.problems:
@@ -177,8 +220,8 @@ def _print_problems(exc: ConfigError) -> None:
 
 
 async def _settings(args: argparse.Namespace, env: Mapping[str, str], *, probe: bool = True) -> Settings:
-    guild_dir, deployment_file = resolve_paths(args.guild, args.deployment, env)
-    settings = load_settings(guild_dir, deployment_file, env)
+    paths = locate_config(args.guild, args.deployment, env, Path(args.workspace).resolve())
+    settings = load_config(paths, env)
     if probe:
         settings = await probe_model(settings)
     for note in settings.notes:

@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
-from orchestrator.config import Settings, load_settings, render_settings, resolve_paths
+from orchestrator.config import Settings, load_settings, locate_config, render_settings, resolve_paths
 from orchestrator.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
+PACKAGED_GUILD = str(REPO / "guild")
+PACKAGED_DEPLOYMENT = str(REPO / "deployment" / "deployment.json")
 Load = Callable[..., Settings]
 EditJson = Callable[[Path, Callable[[dict[str, Any]], object]], None]
 DECLARED = "answerer, janitor, lead, watcher, writer"
@@ -27,7 +29,7 @@ def _problems(load: Load, env: dict[str, str] | None = None, **kwargs: Path) -> 
 @pytest.mark.parametrize(
     ("guild", "deployment", "env", "expected"),
     [
-        (None, None, {}, ("guild", "deployment/deployment.json")),
+        (None, None, {}, (PACKAGED_GUILD, PACKAGED_DEPLOYMENT)),
         (None, None, {"ORCHESTRATOR_GUILD_DIR": "/g", "ORCHESTRATOR_DEPLOYMENT_FILE": "/d.json"}, ("/g", "/d.json")),
         (
             "cli-g",
@@ -39,15 +41,45 @@ def _problems(load: Load, env: dict[str, str] | None = None, **kwargs: Path) -> 
             None,
             None,
             {"ORCHESTRATOR_GUILD_DIR": "", "ORCHESTRATOR_DEPLOYMENT_FILE": ""},
-            ("guild", "deployment/deployment.json"),
+            (PACKAGED_GUILD, PACKAGED_DEPLOYMENT),
         ),
         ("cli-g", None, {"ORCHESTRATOR_DEPLOYMENT_FILE": "/d.json"}, ("cli-g", "/d.json")),
     ],
 )
 def test_resolve_paths_flag_beats_variable_beats_default(
-    guild: str | None, deployment: str | None, env: dict[str, str], expected: tuple[str, str]
+    guild: str | None, deployment: str | None, env: dict[str, str], expected: tuple[str, str], tmp_path: Path
 ) -> None:
-    assert resolve_paths(guild, deployment, env) == (Path(expected[0]), Path(expected[1]))
+    # An empty workspace: what is not given by flag or variable comes from the package.
+    assert resolve_paths(guild, deployment, env, tmp_path) == (Path(expected[0]), Path(expected[1]))
+
+
+def test_locate_config_prefers_the_workspace_copy_over_the_packaged_one(tmp_path: Path) -> None:
+    (tmp_path / "guild").mkdir()
+    paths = locate_config(None, None, {}, tmp_path)
+    assert (paths.guild_dir, paths.guild_source) == (tmp_path / "guild", "workspace")
+    # Resolved independently: no deployment/deployment.json in the workspace, so the packaged one.
+    assert (paths.deployment_file, paths.deployment_source) == (Path(PACKAGED_DEPLOYMENT), "packaged default")
+    (tmp_path / "deployment").mkdir()
+    (tmp_path / "deployment" / "deployment.json").write_text("{}")
+    paths = locate_config(None, None, {"ORCHESTRATOR_GUILD_DIR": "/g"}, tmp_path)
+    assert (paths.guild_dir, paths.guild_source) == (Path("/g"), "environment ORCHESTRATOR_GUILD_DIR")
+    assert (paths.deployment_file, paths.deployment_source) == (tmp_path / "deployment/deployment.json", "workspace")
+    paths = locate_config("cli-g", "cli.json", {"ORCHESTRATOR_GUILD_DIR": "/g"}, tmp_path)
+    assert (paths.guild_source, paths.deployment_source) == ("flag --guild", "flag --deployment")
+    assert paths.notes() == [
+        "Guild: cli-g (from flag --guild)",
+        "deployment file: cli.json (from flag --deployment)",
+    ]
+
+
+def test_a_workspace_guild_that_is_a_file_is_not_taken(tmp_path: Path) -> None:
+    (tmp_path / "guild").write_text("not a directory")
+    assert locate_config(None, None, {}, tmp_path).guild_source == "packaged default"
+
+
+def test_the_packaged_defaults_are_the_repository_folders_in_a_checkout() -> None:
+    assert Path(PACKAGED_GUILD) == REPO / "guild"
+    assert Path(PACKAGED_DEPLOYMENT) == REPO / "deployment" / "deployment.json"
 
 
 def test_shipped_guild_and_deployment_load(secrets_dir: Path) -> None:

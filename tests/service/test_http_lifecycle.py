@@ -32,6 +32,8 @@ async def test_an_invalid_deployment_still_binds_and_serves_the_error_page_then_
         assert "executor.maxAgentDepth" in page.text and str(deployment) in page.text
         assert "sk-never-shown-0815" not in page.text
         assert (await server.get("/runs/whatever")).status_code == 503
+        health = await server.get("/healthz")  # the container health check sees the broken configuration
+        assert (health.status_code, health.json()) == (503, {"ok": False, "error": "invalid_configuration"})
         for method, path in (("GET", "/api/runs"), ("POST", "/api/runs"), ("GET", "/api/x")):
             response = await server.http.request(method, path)
             assert response.status_code == 503, (method, path)
@@ -54,6 +56,8 @@ async def test_the_title_is_served_and_sigterm_when_idle_exits_0(tmp_path: Path)
             assert "{{TITLE}}" not in page.text
             favicon = await server.get("/favicon.ico")
             assert (favicon.status_code, favicon.content) == (204, b"")
+            health = await server.get("/healthz")  # liveness: the container's HEALTHCHECK
+            assert (health.status_code, health.json()) == (200, {"ok": True})
             response = await server.get("/api/x")
             assert (response.status_code, response.json()) == (404, {"ok": False, "error": "not_found"})
             async with open_websocket_url(server.ws_url) as ws:

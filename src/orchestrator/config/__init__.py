@@ -2,8 +2,8 @@
 
 Typical use::
 
-    guild_dir, deployment_file = resolve_paths(args.guild, args.deployment, os.environ)
-    settings = load_settings(guild_dir, deployment_file, os.environ)   # sync, offline; ConfigError
+    paths = locate_config(args.guild, args.deployment, os.environ, workspace)  # flag, env, workspace, package
+    settings = load_config(paths, os.environ)                          # sync, offline; ConfigError
     settings = await probe_model(settings)                              # GET {apiBase}/models once
     print(render_settings(settings))                                    # JSON-able, key redacted
 
@@ -24,10 +24,19 @@ from orchestrator.config.guild import Guild, Role, ToolManifest, load_guild
 from orchestrator.config.overrides import ENV_OVERRIDES
 from orchestrator.config.probe import probe_model
 from orchestrator.config.secrets import read_secret
-from orchestrator.config.settings import Settings, load_settings, render_settings, resolve_paths
+from orchestrator.config.settings import (
+    ConfigPaths,
+    Settings,
+    load_config,
+    load_settings,
+    locate_config,
+    render_settings,
+    resolve_paths,
+)
 
 __all__ = [
     "ENV_OVERRIDES",
+    "ConfigPaths",
     "ContextPolicy",
     "Deployment",
     "ExecutorConfig",
@@ -39,8 +48,10 @@ __all__ = [
     "Role",
     "Settings",
     "ToolManifest",
+    "load_config",
     "load_guild",
     "load_settings",
+    "locate_config",
     "probe_model",
     "read_secret",
     "render_settings",

@@ -8,7 +8,7 @@ fields afterwards.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,20 +27,24 @@ from orchestrator.errors import ConfigError
 from orchestrator.schema import Base
 
 __all__ = [
-    "DEFAULT_DEPLOYMENT_FILE",
-    "DEFAULT_GUILD_DIR",
     "DEPLOYMENT_FILE_VARIABLE",
     "GUILD_DIR_VARIABLE",
+    "WORKSPACE_DEPLOYMENT_FILE",
+    "WORKSPACE_GUILD_DIR",
+    "ConfigPaths",
     "Settings",
+    "load_config",
     "load_settings",
+    "locate_config",
     "render_settings",
     "resolve_paths",
 ]
 
 GUILD_DIR_VARIABLE = "ORCHESTRATOR_GUILD_DIR"
 DEPLOYMENT_FILE_VARIABLE = "ORCHESTRATOR_DEPLOYMENT_FILE"
-DEFAULT_GUILD_DIR = Path("guild")
-DEFAULT_DEPLOYMENT_FILE = Path("deployment/deployment.json")
+# Where a workspace keeps its own copies (what `orchestrator init` writes), relative to the workspace.
+WORKSPACE_GUILD_DIR = Path("guild")
+WORKSPACE_DEPLOYMENT_FILE = Path("deployment/deployment.json")
 
 
 class Settings(Base):
@@ -52,6 +56,9 @@ class Settings(Base):
     deployment_file: Path
     api_key: str | None = None
     notes: list[str] = []
+    # Where each path came from (see ``ConfigPaths``); ``None`` when the caller passed paths directly.
+    guild_source: str | None = None
+    deployment_source: str | None = None
 
     def __repr__(self) -> str:
         key = REDACTED if self.api_key is not None else None
@@ -68,14 +75,81 @@ class Settings(Base):
         yield "notes", self.notes
 
 
-def resolve_paths(guild: str | None, deployment: str | None, env: Mapping[str, str]) -> tuple[Path, Path]:
-    """The guild directory and deployment file: the CLI flag, else the variable, else the default.
+class ConfigPaths(Base):
+    """The Guild directory and deployment file to load, and where each choice came from.
 
-    An empty flag or variable counts as not given.
+    A source is one of ``flag --guild`` / ``flag --deployment``, ``environment <VARIABLE>``,
+    ``workspace`` (the workspace's own ``guild/`` or ``deployment/deployment.json``) and
+    ``packaged default``.
     """
-    guild_dir = guild or env.get(GUILD_DIR_VARIABLE) or str(DEFAULT_GUILD_DIR)
-    deployment_file = deployment or env.get(DEPLOYMENT_FILE_VARIABLE) or str(DEFAULT_DEPLOYMENT_FILE)
-    return Path(guild_dir), Path(deployment_file)
+
+    guild_dir: Path
+    deployment_file: Path
+    guild_source: str
+    deployment_source: str
+
+    def notes(self) -> list[str]:
+        return [
+            f"Guild: {self.guild_dir} (from {self.guild_source})",
+            f"deployment file: {self.deployment_file} (from {self.deployment_source})",
+        ]
+
+
+def locate_config(
+    guild: str | None, deployment: str | None, env: Mapping[str, str], workspace: Path | None = None
+) -> ConfigPaths:
+    """Resolve each path: the CLI flag, else the variable, else the workspace's copy, else the packaged one.
+
+    An empty flag or variable counts as not given. The workspace (default: the current directory) counts
+    when it holds ``guild/`` (a directory) or ``deployment/deployment.json`` (a file); the two are
+    resolved independently. The packaged defaults are the ones shipped inside the ``orchestrator``
+    package (:mod:`orchestrator.defaults`).
+    """
+    from orchestrator.defaults import packaged_path  # the only import of package data in config
+
+    base = workspace if workspace is not None else Path.cwd()
+    guild_dir, guild_source = _locate(
+        ("flag --guild", guild),
+        ("environment " + GUILD_DIR_VARIABLE, env.get(GUILD_DIR_VARIABLE)),
+        workspace=(base / WORKSPACE_GUILD_DIR, Path.is_dir),
+        packaged=lambda: packaged_path("guild"),
+    )
+    deployment_file, deployment_source = _locate(
+        ("flag --deployment", deployment),
+        ("environment " + DEPLOYMENT_FILE_VARIABLE, env.get(DEPLOYMENT_FILE_VARIABLE)),
+        workspace=(base / WORKSPACE_DEPLOYMENT_FILE, Path.is_file),
+        packaged=lambda: packaged_path("deployment") / "deployment.json",
+    )
+    return ConfigPaths(
+        guild_dir=guild_dir,
+        deployment_file=deployment_file,
+        guild_source=guild_source,
+        deployment_source=deployment_source,
+    )
+
+
+def _locate(
+    flag: tuple[str, str | None],
+    variable: tuple[str, str | None],
+    *,
+    workspace: tuple[Path, Callable[[Path], bool]],
+    packaged: Callable[[], Path],
+) -> tuple[Path, str]:
+    for source, value in (flag, variable):
+        if value:
+            return Path(value), source
+    candidate, present = workspace
+    if present(candidate):
+        return candidate, "workspace"
+    return packaged(), "packaged default"
+
+
+def resolve_paths(
+    guild: str | None, deployment: str | None, env: Mapping[str, str], workspace: Path | None = None
+) -> tuple[Path, Path]:
+    """The guild directory and deployment file (:func:`locate_config` without the sources)."""
+    paths = locate_config(guild, deployment, env, workspace)
+    return paths.guild_dir, paths.deployment_file
 
 
 def load_settings(
@@ -135,6 +209,18 @@ def load_settings(
     )
 
 
+def load_config(paths: ConfigPaths, env: Mapping[str, str], *, secrets_dir: Path = DEFAULT_SECRETS_DIR) -> Settings:
+    """:func:`load_settings` on located paths; the settings remember each path's source, and the notes
+    start with one line per path saying where it came from."""
+    settings = load_settings(paths.guild_dir, paths.deployment_file, env, secrets_dir=secrets_dir)
+    return msgspec.structs.replace(
+        settings,
+        guild_source=paths.guild_source,
+        deployment_source=paths.deployment_source,
+        notes=[*paths.notes(), *settings.notes],
+    )
+
+
 def _read_deployment(path: Path, problems: list[str]) -> Deployment | None:
     try:
         data = path.read_bytes()
@@ -173,6 +259,8 @@ def render_settings(settings: Settings) -> dict[str, Any]:
     rendered = {
         "deploymentFile": str(settings.deployment_file),
         "guildDir": str(settings.guild_dir),
+        "deploymentSource": settings.deployment_source,
+        "guildSource": settings.guild_source,
         "model": {
             "name": model.name,
             "apiBase": model.api_base,

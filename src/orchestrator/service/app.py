@@ -104,6 +104,11 @@ def create_app(service: Service) -> QuartTrio:
         page = _static("index.html").decode().replace("{{TITLE}}", _escape(service.title))
         return Response(page, content_type="text/html; charset=utf-8", headers={"cache-control": "no-store"})
 
+    @app.get("/healthz")
+    async def healthz() -> Response:
+        # Liveness for container health checks: public (no token, no body, nothing about the service).
+        return Response(b'{"ok":true}', content_type="application/json", headers={"cache-control": "no-store"})
+
     @app.get("/favicon.ico")
     async def favicon() -> Response:
         return Response("", status=204)

@@ -42,13 +42,18 @@ def render_error_page(problems: list[str], title: str) -> str:
 
 
 def create_error_app(problems: list[str], title: str) -> QuartTrio:
-    """Every GET shows the page (HTTP 503); API paths answer JSON naming the problems."""
+    """Every GET shows the page (HTTP 503); API paths answer JSON naming the problems; ``/healthz`` answers
+    503 ``{"ok": false}`` so a container health check reports the broken configuration."""
     app = QuartTrio(__name__)
     page = render_error_page(problems, title)
 
     @app.route("/", defaults={"path": ""}, methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
     @app.route("/<path:path>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
     async def everything(path: str) -> Response:
+        if path == "healthz":
+            return Response(
+                _json({"ok": False, "error": "invalid_configuration"}), status=503, content_type="application/json"
+            )
         if path.startswith("api/"):
             body = {"ok": False, "error": "invalid_configuration", "problems": problems}
             return Response(_json(body), status=503, content_type="application/json")

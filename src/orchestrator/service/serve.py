@@ -20,7 +20,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from orchestrator.config import load_settings, probe_model, resolve_paths
+from orchestrator.config import load_config, locate_config, probe_model
 from orchestrator.errors import ConfigError
 from orchestrator.fsutil import atomic_write
 from orchestrator.lifecycle import wind_down_seconds
@@ -77,8 +77,7 @@ async def serve_main(
     title = env.get("ORCHESTRATOR_TITLE") or DEFAULT_TITLE
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         try:
-            guild_dir, deployment_file = resolve_paths(guild, deployment, env)
-            settings = await probe_model(load_settings(guild_dir, deployment_file, env))
+            settings = await probe_model(load_config(locate_config(guild, deployment, env, workspace), env))
             timeouts = timeouts_from_env(env)
             wind_down = wind_down_seconds(env)
             if not workspace.is_dir():

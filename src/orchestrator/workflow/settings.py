@@ -11,8 +11,8 @@ startup: an unparseable value falls back to its default, and bounded ones are cl
 a blank variable.
 
 Default workflow directory: ``./workflows`` (relative to ``cwd``) when that folder exists, else the
-corpus bundled with this project, the repository's top-level ``workflows/`` folder
-(``Path(orchestrator.__file__).parents[2] / "workflows"`` in the editable install).
+corpus packaged with this project (``orchestrator.defaults``: the repository's top-level ``workflows/``
+folder in a checkout or editable install, a copy inside the installed wheel).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Literal
 
 import msgspec
 
-import orchestrator
+from orchestrator.defaults import packaged_path
 from orchestrator.workflow.errors import ParameterError, WorkspaceConfigError
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
 
 Transport = Literal["stdio", "http"]
 
-BUNDLED_WORKFLOW_DIR = Path(orchestrator.__file__).resolve().parents[2] / "workflows"
+BUNDLED_WORKFLOW_DIR = packaged_path("workflows")
 DEFAULT_BUNDLE_HEADROOM_FRACTION = 0.8
 DEFAULT_BUNDLE_CHARS_PER_TOKEN = 4.0
 DEFAULT_BATCH_HEADROOM_FRACTION = 0.35
