@@ -87,3 +87,11 @@ mcp-bench *ARGS:
 # the workflow server (MCP over stdio) on the project's own workflows/: just mcp --workspace DIR
 mcp *ARGS:
     {{py}} -m orchestrator mcp {{ARGS}}
+
+# build the sdist and the wheel into dist/ (what users install; `./dev test tests/packaging` smoke-tests it)
+wheel:
+    {{bin}}/uv build --out-dir dist
+
+# copy the packaged Guild and deployment file into a workspace to edit: just init DIR [--force] [--workflows]
+init *ARGS:
+    {{py}} -m orchestrator init {{ARGS}}
