@@ -221,9 +221,14 @@ def _print_problems(exc: ConfigError) -> None:
 
 async def _settings(args: argparse.Namespace, env: Mapping[str, str], *, probe: bool = True) -> Settings:
     paths = locate_config(args.guild, args.deployment, env, Path(args.workspace).resolve())
-    settings = load_config(paths, env)
-    if probe:
-        settings = await probe_model(settings)
+    try:
+        settings = load_config(paths, env)
+        if probe:
+            settings = await probe_model(settings)
+    except ConfigError:
+        for note in paths.notes():  # where each file came from, also when they do not work
+            print(f"orchestrator: {note}", file=sys.stderr)
+        raise
     for note in settings.notes:
         print(f"orchestrator: {note}", file=sys.stderr)
     return settings

@@ -132,6 +132,18 @@ def test_check_in_an_empty_directory_says_every_default_came_from_the_package(in
     assert "(from packaged default)" in done.stderr
 
 
+def test_check_without_a_model_still_says_where_the_defaults_came_from(installed: Installed) -> None:
+    # No model server: the packaged deployment names neither model nor context window, so check fails (2),
+    # and its output still names both files and their source.
+    env = {"ORCHESTRATOR_API_BASE": "http://127.0.0.1:9/v1"}
+    done = installed.run("check", cwd=_empty_dir(installed, "check-no-model"), env=env)
+    assert done.returncode == 2, done.stdout
+    site = _site_packages(installed) / "orchestrator" / "defaults"
+    assert f"orchestrator: Guild: {site / 'guild'} (from packaged default)" in done.stderr
+    assert f"deployment file: {site / 'deployment' / 'deployment.json'} (from packaged default)" in done.stderr
+    assert "model.name is not configured" in done.stderr
+
+
 def test_init_copies_the_defaults_and_check_then_reads_the_workspace(installed: Installed) -> None:
     workspace = installed.root / "init-ws"
     done = installed.run("init", str(workspace), cwd=installed.root)

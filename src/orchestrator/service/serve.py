@@ -76,13 +76,16 @@ async def serve_main(
     """Serve until SIGINT/SIGTERM; the exit code says how it ended (0 idle, 130 busy, 2 bad config)."""
     title = env.get("ORCHESTRATOR_TITLE") or DEFAULT_TITLE
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        paths = locate_config(guild, deployment, env, workspace)
         try:
-            settings = await probe_model(load_config(locate_config(guild, deployment, env, workspace), env))
+            settings = await probe_model(load_config(paths, env))
             timeouts = timeouts_from_env(env)
             wind_down = wind_down_seconds(env)
             if not workspace.is_dir():
                 raise ConfigError(f"--workspace {workspace}: not a directory")
         except ConfigError as exc:
+            for note in paths.notes():
+                print(f"orchestrator: {note}", file=sys.stderr)
             for problem in exc.problems:
                 print(f"orchestrator: invalid configuration: {problem}", file=sys.stderr)
             app = create_error_app(exc.problems, title)
