@@ -23,6 +23,7 @@ from orchestrator.config.deployment import (
 from orchestrator.config.guild import Guild, read_guild
 from orchestrator.config.overrides import apply_overrides, parse_overrides
 from orchestrator.config.secrets import DEFAULT_SECRETS_DIR, REDACTED, read_api_key, scrub
+from orchestrator.defaults import packaged_path
 from orchestrator.errors import ConfigError
 from orchestrator.schema import Base
 
@@ -105,8 +106,6 @@ def locate_config(
     resolved independently. The packaged defaults are the ones shipped inside the ``orchestrator``
     package (:mod:`orchestrator.defaults`).
     """
-    from orchestrator.defaults import packaged_path  # the only import of package data in config
-
     base = workspace if workspace is not None else Path.cwd()
     guild_dir, guild_source = _locate(
         ("flag --guild", guild),
