@@ -164,6 +164,7 @@ def test_demo_once_succeeds_from_a_temporary_directory(installed: Installed) -> 
     assert done.returncode == 0, done.stderr[-4000:]
     card = json.loads(done.stdout)
     assert card["status"] == "success"
+    assert "Guild: " in done.stderr and "(from packaged default)" in done.stderr
     assert (directory / "demo-workspace" / "hello.txt").is_file()
 
 
@@ -189,7 +190,11 @@ async def test_serve_answers_api_config_with_the_bearer_token(installed: Install
                     config = await http.get("/api/config", headers=headers)
                     assert config.status_code == 200, (config.status_code, config.text, stderr_path.read_text())
                     body = config.json()
-                    assert "orchestrator" in json.dumps(body)
+                    # The packaged Guild, and the model the sim reported (the packaged deployment names none).
+                    packaged = json.loads((REPO / "guild" / "guild.json").read_text())
+                    assert body["entryRole"] == packaged["entryRole"] == "orchestrator"
+                    assert set(body["roles"]) == set(packaged["roles"])
+                    assert body["model"]["name"] == "sim" and body["build"] is None
                     health = await http.get("/healthz")
                     assert (health.status_code, health.json()) == (200, {"ok": True})
                 process.send_signal(signal.SIGTERM)
