@@ -12,6 +12,7 @@ import fnmatch
 import json
 import re
 import shlex
+import tomllib
 from dataclasses import dataclass
 
 import pytest
@@ -129,6 +130,13 @@ def test_the_runtime_stage_installs_only_the_wheel_and_runs_unprivileged(dockerf
     assert any(i.keyword == "RUN" and "wheel" in i.args and f"--wheel-dir {source}" in i.args for i in build)
     install = " ".join(i.args for i in runtime if i.keyword == "RUN")
     assert re.search(r"pip install [^&]*\.whl", install), "the runtime stage installs the built wheel"
+    # The entrypoint's `orchestrator` is the wheel's console script, in the venv the wheel went into.
+    venv = re.search(r"python -m venv (\S+) && (\S+)/bin/pip install", install)
+    assert venv is not None and venv.group(1) == venv.group(2)
+    (path,) = [i.args for i in runtime if i.keyword == "ENV" and i.args.startswith("PATH=")]
+    assert path.startswith(f"PATH={venv.group(1)}/bin:")
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert "orchestrator" in scripts
     (user,) = [i.args for i in runtime if i.keyword == "USER"]
     assert user not in ("root", "0") and f"useradd --create-home --uid 10001 {user}" in install
 
