@@ -237,7 +237,7 @@ def test_s23_usage(acc: ClockedServer) -> None:
     assert acc.call(
         "record_usage", session_index=index, activity="start-work-package", usage={"total_tokens": 1}
     ).is_error
-    usage = acc.ok("inspect_session", session_index=index, view="usage").parsed["usage"]
+    usage = acc.ok("inspect_session", session_index=index, view="usage").parsed
     assert usage["totals"] == {"input_tokens": 100, "output_tokens": 50}
     assert usage["cumulative_latest_by_agent"]["w1"]["total_tokens"] == 900
 

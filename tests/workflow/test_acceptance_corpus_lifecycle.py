@@ -115,7 +115,7 @@ def test_s20_child_completion(acc: ClockedServer) -> None:
     assert [e["data"]["sessionIndex"] for e in returned] == [child_index]
     assert acc.ok("get_workflow_status", session_index=child_index).parsed["status"] == "completed"
     identity = acc.ok("inspect_session", session_index=child_index, view="identity").parsed
-    assert identity["identity"]["status"] == "completed"
+    assert identity["status"] == "completed"
     children = acc.ok("get_workflow_status", session_index=meta_index).parsed["children"]
     assert [(c["session_index"], c["status"]) for c in children] == [(child_index, "completed")]
 

@@ -94,7 +94,7 @@ def test_tools_list_advertises_explicit_schemas(mcp: McpProcess) -> None:
 def test_discover_list_workflows_health(mcp: McpProcess) -> None:
     text = mcp.ok("discover").text
     lines = text.splitlines()
-    assert lines[:3] == ["server: workflow-server", "version: 2.1.0", "repo_binding: optional"]
+    assert lines[:3] == ["server: workflow-server", "version: 2.1.0", "repo_binding: required_on_start_session"]
     assert lines[3] == "" and "Bootstrap" in text
 
     listed = mcp.ok("list_workflows").parsed
@@ -107,7 +107,7 @@ def test_discover_list_workflows_health(mcp: McpProcess) -> None:
     health = mcp.ok("health_check").parsed
     assert health["status"] == "healthy" and health["server"] == "workflow-server"
     assert health["workflows_available"] == 2 and health["uptime_seconds"] >= 0
-    assert health["repo_binding"] == "optional"
+    assert health["repo_binding"] == "required_on_start_session"
 
 
 def test_parameters_are_validated_before_the_handler(mcp: McpProcess) -> None:
@@ -471,7 +471,7 @@ def test_terminal_move_completes_the_child_and_flips_the_parent(mcp: McpProcess)
     reply = mcp.ok("next_activity", session_index=child, activity_id="__terminal__", step_manifest=[])
     assert reply.parsed["name"] == "Workflow Complete"
     assert mcp.ok("get_workflow_status", session_index=child).parsed["status"] == "completed"
-    identity = mcp.ok("inspect_session", session_index=child, view="identity").parsed["identity"]
+    identity = mcp.ok("inspect_session", session_index=child, view="identity").parsed
     assert identity["status"] == "completed" and identity["currentActivity"] == "__terminal__"
 
     status = mcp.ok("get_workflow_status", session_index=parent).parsed
@@ -540,8 +540,10 @@ def test_inspect_session_views(mcp: McpProcess) -> None:
            activity_manifest=[{"activity_id": "reproduce", "outcome": "seen"}])
     child = mcp.ok("dispatch_child", session_index=index, workflow_id="code-review").parsed["session_index"]
 
-    summary = mcp.ok("inspect_session", session_index=index).parsed
-    assert summary["view"] == "summary"
+    reply = mcp.ok("inspect_session", session_index=index)
+    summary = reply.parsed
+    assert reply.meta["view"] == "summary" and reply.meta["session_index"] == index
+    assert set(summary) == {"identity", "activities", "variables", "checkpoints", "history", "children"}
     assert set(summary) >= {"identity", "activities", "variables", "checkpoints", "history", "children"}
     assert summary["identity"]["sessionIndex"] == index and summary["identity"]["planningFolderPath"] == str(folder)
     assert summary["activities"]["completed"] == ["reproduce"]
@@ -551,11 +553,18 @@ def test_inspect_session_views(mcp: McpProcess) -> None:
     assert [m["type"] for m in summary["history"]["milestones"]][:2] == ["activity_entered", "activity_exited"]
     assert summary["children"][0]["sessionIndex"] == child and summary["children"][0]["cost_known"] is False
 
-    one = mcp.ok("inspect_session", session_index=index, view="variables", variable="user_request").parsed
-    assert one["variables"] == {"name": "user_request", "present": True, "value": "crash"}
-    assert mcp.ok("inspect_session", session_index=index, view="checkpoints").parsed["checkpoints"] == {}
-    nested = mcp.ok("inspect_session", session_index=index, view="identity", child_index=0).parsed
-    assert nested["identity"]["workflowId"] == "code-review" and nested["child_session_index"] == child
+    # §4: each view answers with its own shape, one variable with its bare value
+    one = mcp.ok("inspect_session", session_index=index, view="variables", variable="user_request")
+    assert one.parsed == "crash" and one.text == '"crash"'
+    unset = mcp.ok("inspect_session", session_index=index, view="variables", variable="nope").parsed
+    assert unset == {"variable": "nope", "present": False}
+    bag = mcp.ok("inspect_session", session_index=index, view="variables").parsed
+    assert bag["user_request"] == "crash"
+    assert mcp.ok("inspect_session", session_index=index, view="checkpoints").parsed == {}
+    assert mcp.ok("inspect_session", session_index=index, view="activities").parsed["completed"] == ["reproduce"]
+    nested = mcp.ok("inspect_session", session_index=index, view="identity", child_index=0)
+    assert nested.parsed["workflowId"] == "code-review" and nested.meta["child_session_index"] == child
+    assert set(nested.parsed) >= {"workflowId", "sessionIndex", "status", "seq"}
     assert "NOT_FOUND" in mcp.err("inspect_session", session_index=index, child_index=3)
     assert session_json(folder)["seq"] == 3  # inspect and status never write
 
@@ -568,7 +577,7 @@ def test_record_usage_and_the_usage_view(mcp: McpProcess) -> None:
     mcp.ok("record_usage", session_index=index, activity="scope-review", usage={"total_tokens": 900},
            basis="cumulative", agent_id="w1")
     assert "InvalidParams" in mcp.err("record_usage", session_index=index, activity="x", usage={})
-    usage = mcp.ok("inspect_session", session_index=index, view="usage").parsed["usage"]
+    usage = mcp.ok("inspect_session", session_index=index, view="usage").parsed
     assert usage["totals"] == {"input_tokens": 100, "output_tokens": 50}
     assert usage["cumulative_latest_by_agent"]["w1"]["total_tokens"] == 900
     assert [row["basis"] for row in usage["rows"]] == ["delta", "cumulative"]

@@ -14,7 +14,7 @@ import os
 import secrets
 from pathlib import Path
 
-__all__ = ["DIR_MODE", "FILE_MODE", "make_private_dirs", "write_private"]
+__all__ = ["DIR_MODE", "FILE_MODE", "fsync_dir", "make_private_dirs", "write_private"]
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -36,7 +36,8 @@ def make_private_dirs(directory: Path) -> None:
             pass
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """fsync a directory (makes the renames in it durable); errors are ignored."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
@@ -57,11 +58,14 @@ def _write_fd(fd: int, data: bytes, durable: bool = True) -> None:
         os.fsync(fd)
 
 
-def write_private(path: Path, data: bytes, *, exclusive: bool = False, durable: bool = True) -> None:
+def write_private(
+    path: Path, data: bytes, *, exclusive: bool = False, durable: bool = True, sync_dir: bool = True
+) -> None:
     """Atomically set ``path`` to ``data`` (mode 0600).
 
     With ``exclusive`` the file must not exist yet: ``FileExistsError`` is raised and nothing changes.
-    ``durable=False`` skips the fsyncs (still atomic, not crash-durable).
+    ``durable=False`` skips the fsyncs (still atomic, not crash-durable); ``sync_dir=False`` leaves the
+    directory fsync to the caller (who batches several renames under one).
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
@@ -94,5 +98,5 @@ def write_private(path: Path, data: bytes, *, exclusive: bool = False, durable: 
                     os.close(out)
     finally:
         tmp.unlink(missing_ok=True)
-    if durable:
-        _fsync_dir(path.parent)
+    if durable and sync_dir:
+        fsync_dir(path.parent)

@@ -10,6 +10,9 @@ does small local file I/O, and raises ``SessionStoreError`` with one of these co
   Such a folder is never written again by this store (``write`` checks the existing seal first).
 - ``INVALID_INDEX`` (malformed index), ``COLLISION`` (an index stored more than once),
   ``FOLDER_OCCUPIED`` (promotion onto a folder that already holds a session; nothing is touched).
+- ``SESSION_CONFLICT``: another call (in this process or another one sharing the folder) wrote the
+  session after this call read it; nothing was written (compare-and-swap on the file's revision under
+  an exclusive ``flock`` of the folder's ``.session.lock``).
 
 Lookup is by the *stored* ``sessionIndex``: this store's transient map first, then its index→folder
 cache (re-verified against the file on every use), then a recursive scan of every ``session.json``
@@ -19,10 +22,13 @@ owns the transient map and the cache; nothing is global.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import shutil
 import uuid
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -31,12 +37,21 @@ import msgspec
 from orchestrator.workflow.errors import SessionStoreError
 from orchestrator.workflow.session import keys
 from orchestrator.workflow.session.canonical import canonical_bytes
-from orchestrator.workflow.session.fsio import make_private_dirs, write_private
+from orchestrator.workflow.session.fsio import fsync_dir, make_private_dirs, write_private
 from orchestrator.workflow.session.roots import search_roots, validate_slug
 from orchestrator.workflow.session.state import SessionFile, SlotPath, find_index, replace_at, state_at, walk_sessions
 from orchestrator.workflow.settings import WorkflowSettings
 
-__all__ = ["PENDING_SEAL_FILE", "SEAL_FILE", "SESSION_FILE", "TRANSIENT_PREFIX", "SessionHandle", "SessionStore"]
+__all__ = [
+    "LOCK_FILE",
+    "PENDING_SEAL_FILE",
+    "SEAL_FILE",
+    "SESSION_FILE",
+    "TRANSIENT_PREFIX",
+    "SessionHandle",
+    "SessionStore",
+    "revision_of",
+]
 
 SESSION_FILE = "session.json"
 SEAL_FILE = ".session-token"
@@ -44,6 +59,8 @@ SEAL_FILE = ".session-token"
 ROOTS_FILE = "planning-roots.json"
 #: the next seal, written just before ``session.json`` is replaced and removed after the seal is
 PENDING_SEAL_FILE = ".session-token.next"
+#: held (``flock`` exclusive) around every compare-and-swap write of the folder's session
+LOCK_FILE = ".session.lock"
 TRANSIENT_PREFIX = "workflow-server-transient-"
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__"})
 _DECODER = msgspec.json.Decoder(SessionFile)
@@ -56,6 +73,8 @@ class SessionHandle(msgspec.Struct, frozen=True, kw_only=True):
     top: SessionFile
     path: SlotPath = ()
     transient: bool = False
+    #: ``revision_of`` the bytes ``top`` was read from ("" when unknown: the write is not compared)
+    revision: str = ""
 
     @property
     def state(self) -> SessionFile:
@@ -65,6 +84,11 @@ class SessionHandle(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def index(self) -> str:
         return self.state.session_index
+
+
+def revision_of(data: bytes) -> str:
+    """A session file's revision: a digest of its exact bytes (what a compare-and-swap write compares)."""
+    return hashlib.sha256(data).hexdigest()[:32]
 
 
 class _Transient(NamedTuple):
@@ -228,38 +252,69 @@ class SessionStore:
 
     def read(self, folder: Path) -> SessionFile:
         """The verified top-level session in ``folder``: seal checked over the raw bytes, then decoded."""
+        return self.read_revision(folder)[0]
+
+    def read_revision(self, folder: Path) -> tuple[SessionFile, str]:
+        """``read`` plus the revision of the bytes read (see ``revision_of``)."""
         data = self._verified_bytes(folder)
         try:
-            return _DECODER.decode(data)
+            return _DECODER.decode(data), revision_of(data)
         except (msgspec.MsgspecError, RecursionError, ValueError) as exc:
             raise self._mismatch(folder, f"{SESSION_FILE} is not a valid session file: {exc}") from None
 
-    def write(self, folder: Path, top: SessionFile, *, exclusive: bool = False) -> bytes:
+    @contextmanager
+    def _locked(self, folder: Path) -> Iterator[None]:
+        """An exclusive ``flock`` on the folder's lock file (processes sharing the folder serialise here)."""
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def write(self, folder: Path, top: SessionFile, *, exclusive: bool = False, expected: str = "") -> bytes:
         """Write ``top`` to ``folder`` (session.json, then the seal; each atomic). Returns the bytes.
 
         Creates the folder (0700). Refuses with ``SEAL_MISMATCH`` when the folder already holds a
         session that fails its seal or does not decode. ``exclusive`` requires that no ``session.json`` exists yet
-        (``FOLDER_OCCUPIED`` otherwise, nothing written). Raises ``CanonicalJsonError`` for a value
-        with no JSON form (e.g. a NaN variable). ``seq``/``ts`` are the caller's (``state.touch``).
+        (``FOLDER_OCCUPIED`` otherwise, nothing written). ``expected`` (a revision) makes the write a
+        compare-and-swap: under the folder's lock, a file whose revision differs is ``SESSION_CONFLICT``
+        and nothing is written. Raises ``CanonicalJsonError`` for a value with no JSON form (e.g. a NaN
+        variable). ``seq``/``ts`` are the caller's (``state.touch``).
+
+        Durability: one fsync'd write per save. Only the ``session.json`` bytes are fsynced (before their
+        rename); the two seal files are small atomic renames, and one directory fsync at the end makes
+        all three renames durable together. The crash window between the renames is closed by the
+        pending seal (see ``_pending_seal_matches``).
         """
         data = canonical_bytes(top)
         target = folder / SESSION_FILE
         if exclusive and os.path.lexists(target):
             raise self._occupied(folder)
-        if not exclusive and os.path.lexists(target):
-            self.read(folder)  # a folder that fails its check is never overwritten
         make_private_dirs(folder)
-        token = keys.seal(self.key, data).encode("ascii")
-        # The new seal goes down first beside the old one, so a crash between the session.json rename
-        # and the seal rename leaves a folder that still verifies (see ``_pending_seal_matches``).
-        write_private(folder / PENDING_SEAL_FILE, token, durable=self.durable)
-        try:
-            write_private(target, data, exclusive=exclusive, durable=self.durable)
-        except FileExistsError:
+        with self._locked(folder):
+            if not exclusive and os.path.lexists(target):
+                current = self.read_revision(folder)[1]  # a failing folder is never overwritten
+                if expected and current != expected:
+                    raise SessionStoreError(
+                        "SESSION_CONFLICT",
+                        f"the session in {folder} was changed by another call after this one read it; nothing "
+                        "was written. Read its state again (get_workflow_status) and repeat the call if it "
+                        "still applies.",
+                    )
+            token = keys.seal(self.key, data).encode("ascii")
+            # The new seal goes down first beside the old one, so a crash between the session.json rename
+            # and the seal rename leaves a folder that still verifies (see ``_pending_seal_matches``).
+            write_private(folder / PENDING_SEAL_FILE, token, durable=False)
+            try:
+                write_private(target, data, exclusive=exclusive, durable=self.durable, sync_dir=False)
+            except FileExistsError:
+                (folder / PENDING_SEAL_FILE).unlink(missing_ok=True)
+                raise self._occupied(folder) from None
+            write_private(folder / SEAL_FILE, token, durable=False)
             (folder / PENDING_SEAL_FILE).unlink(missing_ok=True)
-            raise self._occupied(folder) from None
-        write_private(folder / SEAL_FILE, token, durable=self.durable)
-        (folder / PENDING_SEAL_FILE).unlink(missing_ok=True)
+            if self.durable:
+                fsync_dir(folder)
         self._remember(folder, top)
         return data
 
@@ -282,15 +337,15 @@ class SessionStore:
     def save(self, handle: SessionHandle, new_state: SessionFile) -> SessionHandle:
         """Write ``new_state`` in place of the addressed session; returns the updated handle."""
         top = self.replace(handle, new_state)
-        self.write(handle.folder, top)
-        return msgspec.structs.replace(handle, top=top)
+        data = self.write(handle.folder, top, expected=handle.revision)
+        return msgspec.structs.replace(handle, top=top, revision=revision_of(data))
 
     def open_folder(self, folder: Path) -> SessionHandle:
         """The top-level session stored in ``folder`` (resume by path), verified."""
-        top = self.read(folder)
+        top, revision = self.read_revision(folder)
         self._remember(folder, top)
         transient = any(entry.folder == folder for entry in self._transients.values())
-        return SessionHandle(folder=folder, top=top, transient=transient)
+        return SessionHandle(folder=folder, top=top, transient=transient, revision=revision)
 
     # ------------------------------------------------------------------------------ lookup
 
@@ -299,10 +354,10 @@ class SessionStore:
         keys.check_index(index)
         entry = self._transients.get(index)
         if entry is not None:
-            top = self.read(entry.folder)
+            top, revision = self.read_revision(entry.folder)
             paths = find_index(top, index)
             if len(paths) == 1:
-                return SessionHandle(folder=entry.folder, top=top, path=paths[0], transient=True)
+                return SessionHandle(folder=entry.folder, top=top, path=paths[0], transient=True, revision=revision)
             raise SessionStoreError("NOT_FOUND", f"transient session {index} is no longer in {entry.folder}")
         cached = self._cache.get(index)
         if cached is not None:
@@ -314,13 +369,13 @@ class SessionStore:
 
     def _try_cached(self, index: str, folder: Path) -> SessionHandle | None:
         try:
-            top = self.read(folder)
+            top, revision = self.read_revision(folder)
         except SessionStoreError as exc:
             if exc.code == "NOT_FOUND":
                 return None
             raise
         paths = find_index(top, index)
-        return SessionHandle(folder=folder, top=top, path=paths[0]) if len(paths) == 1 else None
+        return SessionHandle(folder=folder, top=top, path=paths[0], revision=revision) if len(paths) == 1 else None
 
     def _scan(self, index: str) -> list[tuple[Path, SlotPath]]:
         needle = index.encode("ascii")
@@ -358,12 +413,12 @@ class SessionStore:
             )
             raise SessionStoreError("COLLISION", f"session index {index} is stored {len(matches)} times: {where}")
         folder = matches[0][0]
-        top = self.read(folder)
+        top, revision = self.read_revision(folder)
         paths = find_index(top, index)
         if len(paths) != 1:
             raise SessionStoreError("NOT_FOUND", f"session {index} changed while it was being located in {folder}")
         self._remember(folder, top)
-        return SessionHandle(folder=folder, top=top, path=paths[0])
+        return SessionHandle(folder=folder, top=top, path=paths[0], revision=revision)
 
     # ------------------------------------------------------------------------------ transients
 
@@ -402,12 +457,12 @@ class SessionStore:
         if os.path.lexists(target / SESSION_FILE):
             raise self._occupied(target)
         new_top = handle.top if top is None else top
-        self.write(target, new_top, exclusive=True)
+        data = self.write(target, new_top, exclusive=True)
         self._transients.pop(handle.top.session_index, None)
         self._remember(target, new_top)
         if os.path.realpath(handle.folder) != os.path.realpath(target):
             shutil.rmtree(handle.folder, ignore_errors=True)
-        return SessionHandle(folder=target, top=new_top, path=handle.path, transient=False)
+        return SessionHandle(folder=target, top=new_top, path=handle.path, revision=revision_of(data))
 
     def transient_folders(self) -> dict[str, Path]:
         """index → folder of the live transients (for diagnostics and tests)."""

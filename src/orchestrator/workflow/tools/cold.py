@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from orchestrator.workflow.session.roots import root_mode
 from orchestrator.workflow.tools.context import ServerState, ToolCall, ToolResult, ToolSpec
 from orchestrator.workflow.tools.params import params
 from orchestrator.workflow.tools.render import to_yaml
@@ -14,17 +13,13 @@ from orchestrator.workflow.tools.render import to_yaml
 __all__ = ["DISCOVER", "HEALTH_CHECK", "LIST_WORKFLOWS", "repo_binding"]
 
 BOOTSTRAP_RESOURCE = ("meta", "bootstrap-protocol")
+REPO_BINDING = "required_on_start_session"
 
 
 def repo_binding(state: ServerState) -> str:
-    """How sessions bind to a repository on this server: ``required_on_start_session`` (multi-root),
-    ``pinned:<owner/repo>`` (repo pin) or ``optional`` (single workspace; repo is metadata)."""
-    mode = root_mode(state.settings)
-    if mode == "multi":
-        return "required_on_start_session"
-    if mode == "pinned":
-        return f"pinned:{state.settings.repo}"
-    return "optional"
+    """The literal of spec §4: ``required_on_start_session``. The session's repository is always settled by
+    ``start_session`` (``repo``, or the origin of ``working_directory``; a repo pin supplies it in pinned mode)."""
+    return REPO_BINDING
 
 
 def _bootstrap_text(state: ServerState) -> str | None:

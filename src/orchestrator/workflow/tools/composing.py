@@ -155,8 +155,8 @@ class StepComposer:
         )
 
     def artifacts(self, activity: Activity) -> list[dict[str, Any]]:
-        """``[{id, name, audience?}]`` from the bound techniques' artifact outputs (own, then inherited),
-        deduplicated by id, in step order."""
+        """``[{id, name, audience?}]`` from the bound techniques' own artifact outputs (a group contract's
+        shared outputs are not the step's), deduplicated by file name, in step order."""
         out: dict[str, dict[str, Any]] = {}
         for flat in activity.flattened_steps():
             if not isinstance(flat.step, TechniqueStep):
@@ -164,11 +164,10 @@ class StepComposer:
             resolved = self.resolve(activity, flat.step)
             if resolved is None:
                 continue
-            for technique in (resolved.technique, *reversed(resolved.ancestors)):
-                for output in technique.outputs:
-                    if output.artifact and output.id not in out:
-                        entry: dict[str, Any] = {"id": output.id, "name": output.artifact}
-                        if output.audience:
-                            entry["audience"] = output.audience
-                        out[output.id] = entry
+            for output in resolved.technique.outputs:
+                if output.artifact and output.artifact not in out:
+                    entry: dict[str, Any] = {"id": output.id, "name": output.artifact}
+                    if output.audience:
+                        entry["audience"] = output.audience
+                    out[output.artifact] = entry
         return list(out.values())

@@ -34,6 +34,7 @@ from orchestrator.workflow.session.state import (
     state_at,
     touch,
 )
+from orchestrator.workflow.session.store import revision_of
 from orchestrator.workflow.tools.render import to_json, to_yaml
 
 if TYPE_CHECKING:
@@ -330,8 +331,8 @@ class SessionCall:
         top = replace_at(self.handle.top, self.handle.path, stamped)
         if top_edit is not None:
             top = top_edit(top)
-        self.server.store.write(self.handle.folder, top)
-        self.handle = msgspec.structs.replace(self.handle, top=top)
+        data = self.server.store.write(self.handle.folder, top, expected=self.handle.revision)
+        self.handle = msgspec.structs.replace(self.handle, top=top, revision=revision_of(data))
         self.state = state_at(top, self.handle.path)
 
     def reload(self) -> None:

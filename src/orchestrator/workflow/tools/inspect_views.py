@@ -52,8 +52,9 @@ def _identity(state: SessionFile) -> dict[str, Any]:
 def _variables(state: SessionFile, variable: str | None) -> Any:
     if variable is None:
         return dict(state.variables)
-    present = variable in state.variables
-    return {"name": variable, "present": present, "value": state.variables.get(variable)}
+    if variable in state.variables:
+        return state.variables[variable]
+    return {"variable": variable, "present": False}
 
 
 def _checkpoints(state: SessionFile) -> dict[str, Any]:
@@ -209,10 +210,11 @@ def _children(state: SessionFile) -> list[dict[str, Any]]:
 
 def render_view(
     state: SessionFile, view: str, *, variable: str | None = None, agent_id: str | None = None
-) -> dict[str, Any]:
-    """``{view name: projection}`` for one view, or all summary views for ``summary``."""
-    if view == "usage":
-        return {"usage": usage_view(state)}
+) -> Any:
+    """One view's own projection (§4), or ``{view name: projection}`` of the summary views for ``summary``.
+
+    ``variables`` with ``variable`` is that variable's bare value; an unset one is
+    ``{"variable": <name>, "present": false}``."""
     builders = {
         "identity": lambda: _identity(state),
         "activities": lambda: _activities(state),
@@ -220,6 +222,8 @@ def render_view(
         "checkpoints": lambda: _checkpoints(state),
         "history": lambda: _history(state, agent_id),
         "children": lambda: _children(state),
+        "usage": lambda: usage_view(state),
     }
-    names = SUMMARY_VIEWS if view == "summary" else (view,)
-    return {name: builders[name]() for name in names}
+    if view == "summary":
+        return {name: builders[name]() for name in SUMMARY_VIEWS}
+    return builders[view]()

@@ -10,6 +10,7 @@ trace token of the calls since the previous move.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -19,6 +20,7 @@ from orchestrator.workflow.corpus.model import TERMINAL_ACTIVITY, Activity, Work
 from orchestrator.workflow.errors import WorkflowError
 from orchestrator.workflow.session.state import (
     DeclaredArtifact,
+    HistoryEvent,
     SessionFile,
     iso_utc,
     new_history,
@@ -219,20 +221,23 @@ def next_activity(call: ToolCall) -> ToolResult:
         s.record("activity_exited", activity=previous)
         if previous not in s.state.completed_activities and previous != TERMINAL_ACTIVITY:
             s.update(completed_activities=[*s.state.completed_activities, previous])
+    recorded = outcomes_recorded(s.state.history)
     for entry in args.get("activity_manifest") or []:
+        if entry["activity_id"] in recorded:
+            continue  # once per manifested activity (per visit): a later transition repeating it adds nothing
+        recorded.add(entry["activity_id"])
         data = {"outcome": entry.get("outcome", "")}
         if entry.get("transition_condition") is not None:
             data["transitionCondition"] = entry["transition_condition"]
         s.record("activity_outcome", activity=entry["activity_id"], data=data)
-    if "artifacts_produced" in args:
-        _merge_artifacts(s, args["artifacts_produced"])
-    if "progress_published" in args:
-        s.record("progress_published", activity=previous or None, data={"published": args["progress_published"]})
+    _merge_artifacts(s, args.get("artifacts_produced") or [])
     claimed = args.get("transition_condition")
     if claimed is None and args.get("exit") not in (None, target):
         claimed = args.get("exit")
     s.update(current_activity=target, condition=claimed or "", current_technique="")
     s.record("activity_entered", activity=target)
+    if "progress_published" in args:
+        s.record("progress_published", activity=target, data={"published": args["progress_published"]})
 
     completing = target in (COMPLETE_ACTIVITY, TERMINAL_ACTIVITY) and s.state.status == "running"
     top_edit = None
@@ -267,11 +272,25 @@ def next_activity(call: ToolCall) -> ToolResult:
     return s.json({"activity_id": target, "name": name, "session_index": s.index}, **extra)
 
 
+def outcomes_recorded(history: Sequence[HistoryEvent]) -> set[str]:
+    """Activities whose outcome is already recorded for their latest visit (since their last
+    ``activity_entered``; an activity never entered here counts from the start of the history)."""
+    recorded: set[str] = set()
+    for event in history:
+        if event.type == "activity_entered" and event.activity:
+            recorded.discard(event.activity)
+        elif event.type == "activity_outcome" and event.activity:
+            recorded.add(event.activity)
+    return recorded
+
+
 def _merge_artifacts(s: SessionCall, produced: list[dict[str, Any]]) -> None:
-    merged = {a.id: a for a in s.state.declared_artifacts or []}
-    for item in produced:
-        merged[item["id"]] = DeclaredArtifact(id=item["id"], name=item["name"], path=item.get("path"))
-    s.update(declared_artifacts=list(merged.values()))
+    """Merge newly declared artifacts by id, then check the planning folder (warning 13) on every move."""
+    if produced:
+        merged = {a.id: a for a in s.state.declared_artifacts or []}
+        for item in produced:
+            merged[item["id"]] = DeclaredArtifact(id=item["id"], name=item["name"], path=item.get("path"))
+        s.update(declared_artifacts=list(merged.values()))
     folder = s.planning_folder
     if folder is not None:
         for warning in artifact_warnings(folder, s.planning_folder_path, s.state.declared_artifacts or [], produced):
@@ -325,7 +344,7 @@ NEXT_ACTIVITY = ToolSpec(
             "artifacts_produced": arr("Artifacts the previous activity wrote.", _ARTIFACT_ITEM),
             "agent_id": AGENT_ID,
             "context_tokens": integer("Caller's context window in tokens (for _meta.batch).", exclusive_minimum=0),
-            "progress_published": boolean("Whether progress was published for the previous activity."),
+            "progress_published": boolean("Whether progress was published on entering this activity."),
             "exit": string("Exit taken: the target id, 'default', or 'checkpoint:<cp>:<option>'."),
             "returning_activity_id": string("The activity this caller believes is current (stale-position check)."),
         },

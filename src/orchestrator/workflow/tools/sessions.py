@@ -35,7 +35,7 @@ from orchestrator.workflow.session.roots import (
     validate_slug,
 )
 from orchestrator.workflow.session.state import new_session_file, touch
-from orchestrator.workflow.session.store import SESSION_FILE, SessionHandle
+from orchestrator.workflow.session.store import SESSION_FILE, SessionHandle, revision_of
 from orchestrator.workflow.tools.bootstrap import match_client, resume_phrases, states_resume_intent
 from orchestrator.workflow.tools.context import (
     MAX_PARENT_DEPTH,
@@ -145,8 +145,7 @@ def _resume(call: ToolCall, handle: SessionHandle, repo: str | None) -> ToolResu
 def _session_payload(s: SessionCall, workflow: Workflow, **extra: Any) -> dict[str, Any]:
     payload: dict[str, Any] = {"workflow": _workflow_summary(workflow), "session_index": s.index}
     slug = s.planning_folder.name if s.planning_folder is not None else s.server.store.transient_slug(s.index)
-    if slug:
-        payload["planning_slug"] = slug
+    payload["planning_slug"] = slug or ""  # always present; "" for a transient with no folder chosen yet
     if s.planning_folder_path is not None:
         payload["planning_folder_path"] = s.planning_folder_path
     if s.state.repo:
@@ -288,8 +287,8 @@ def _start_transient(call: ToolCall, workflow: Workflow, repo: str | None, slug:
         repo=repo,
         context_mode=args.get("context_mode"),
     )
-    state.store.write(folder, top, exclusive=True)
-    s = call.adopt(SessionHandle(folder=folder, top=top, transient=True))
+    data = state.store.write(folder, top, exclusive=True)
+    s = call.adopt(SessionHandle(folder=folder, top=top, transient=True, revision=revision_of(data)))
     return s.json(_session_payload(s, workflow))
 
 
@@ -347,10 +346,10 @@ def _create_durable(
             "initialActivity": child_wf.initial_activity,
             "planning_folder_path": state.host_path(real),
         }
-    state.store.write(target, top, exclusive=True)
+    data = state.store.write(target, top, exclusive=True)
     if facts is not None:
         state.store.add_search_root(target.parent)
-    s = call.adopt(SessionHandle(folder=target, top=top))
+    s = call.adopt(SessionHandle(folder=target, top=top, revision=revision_of(data)))
     extra = {"client": client} if client is not None else {}
     return s.json(_session_payload(s, workflow, **extra))
 

@@ -93,10 +93,12 @@ def get_workflow_status(call: ToolCall) -> ToolResult:
 
 
 def inspect_session(call: ToolCall) -> ToolResult:
+    """The answer is the view's own shape (§4): the summary object, one view's object, or one variable's bare
+    value. Which session, view and child it describes travel in ``_meta`` (``view``, ``child_index``)."""
     args = call.args
     s = call.open()
     state = s.state
-    payload: dict[str, Any] = {"session_index": s.index}
+    extra: dict[str, Any] = {}
     if "child_index" in args:
         slot = args["child_index"]
         try:
@@ -107,12 +109,11 @@ def inspect_session(call: ToolCall) -> ToolResult:
                 f"session {s.index} has no child at child_index {slot} "
                 f"({len(s.state.triggered_workflows)} child session(s) listed under triggeredWorkflows)",
             ) from None
-        payload["child_index"] = slot
-        payload["child_session_index"] = state.session_index
+        extra["child_index"] = slot
+        extra["child_session_index"] = state.session_index
     view = args.get("view", "summary")
-    payload["view"] = view
-    payload.update(render_view(state, view, variable=args.get("variable"), agent_id=call.agent_id))
-    return s.json(payload)
+    extra["view"] = view
+    return s.json(render_view(state, view, variable=args.get("variable"), agent_id=call.agent_id), **extra)
 
 
 def record_usage(call: ToolCall) -> ToolResult:
