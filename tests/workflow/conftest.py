@@ -15,17 +15,21 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import httpx2
 import pytest
 import trio
 import yaml
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / "workflows"
@@ -120,8 +124,12 @@ class McpProcess(_Calls):
     """A running ``python -m orchestrator mcp`` and a client session to it (see the module docstring)."""
 
     def __init__(self, root: Path, *, workflow_dir: Path = WORKFLOWS, env: Mapping[str, str] | None = None,
-                 args: tuple[str, ...] = ()) -> None:
+                 args: tuple[str, ...] = (), transport: str = "stdio", token: str | None = None) -> None:
         self.root = root
+        self.transport = transport
+        self.token = token  # the bearer token the HTTP client sends (None: none)
+        self.url: str | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self.workspace = root / "ws"
         self.key_dir = root / "keys"
         self.tmp_dir = root / "tmp"
@@ -139,6 +147,8 @@ class McpProcess(_Calls):
             "TMPDIR": str(self.tmp_dir),
             **dict(env or {}),
         }
+        if transport == "http":
+            args = ("--transport", "http", "--port", "0", *args)
         self.params = StdioServerParameters(
             command=sys.executable,
             args=["-m", "orchestrator", "mcp", "--workflow-dir", str(workflow_dir), *args],
@@ -171,14 +181,35 @@ class McpProcess(_Calls):
             self._ready.set()
 
     async def _main(self) -> None:
+        if self.transport == "http":
+            await self._main_http()
+            return
         with self.log_path.open("w") as errlog:
             async with stdio_client(self.params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
-                await s.initialize()
-                self._session = s
-                self._token = trio.lowlevel.current_trio_token()
-                self._stop = trio.Event()
-                self._ready.set()
-                await self._stop.wait()
+                await self._serve_session(s)
+
+    async def _serve_session(self, s: ClientSession) -> None:
+        await s.initialize()
+        self._session = s
+        self._token = trio.lowlevel.current_trio_token()
+        self._stop = trio.Event()
+        self._ready.set()
+        await self._stop.wait()
+
+    async def _main_http(self) -> None:
+        self.url = await trio.to_thread.run_sync(self._spawn_http)
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0)) as client,
+            streamable_http_client(self.url, http_client=client) as (read, write),
+            ClientSession(read, write) as s,
+        ):
+            await self._serve_session(s)
+
+    def _spawn_http(self) -> str:
+        """Start the HTTP server process; return its ``/mcp`` URL once its log says it listens."""
+        self._proc = spawn_http_server(self.params, self.log_path)
+        return wait_listening(self._proc, self.log_path)
 
     def stop(self) -> None:
         if self._token is not None and self._stop is not None:
@@ -187,6 +218,8 @@ class McpProcess(_Calls):
             except trio.RunFinishedError:
                 pass
         self._thread.join(30)
+        if self._proc is not None:
+            stop_process(self._proc)
 
     # ------------------------------------------------------------------------------------------ calls
 
@@ -220,10 +253,49 @@ class McpProcess(_Calls):
         return out
 
 
-@pytest.fixture(scope="module")
-def mcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpProcess]:
-    """One server per test module on the repository's ``workflows/`` (state persists across its tests)."""
-    server = McpProcess(tmp_path_factory.mktemp("mcp")).start()
+def spawn_http_server(params: StdioServerParameters, log_path: Path) -> subprocess.Popen[bytes]:
+    """``orchestrator mcp --transport http …`` as a subprocess, its stderr (the JSON log) in ``log_path``."""
+    with log_path.open("wb") as errlog:
+        return subprocess.Popen(
+            [params.command, *params.args], env=dict(params.env or {}), cwd=params.cwd,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog,
+        )
+
+
+def wait_listening(proc: subprocess.Popen[bytes], log_path: Path, timeout: float = 60.0) -> str:
+    """The ``/mcp`` URL from the server's ``http_listening`` log line (waits for that line, or the exit)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in log_path.read_text(errors="replace").splitlines():
+            if '"http_listening"' in line:
+                return str(json.loads(line)["urls"][0])
+        if proc.poll() is not None:
+            raise RuntimeError(f"the HTTP server exited with {proc.returncode}: {log_path.read_text()}")
+        time.sleep(0.02)
+    stop_process(proc)
+    raise RuntimeError(f"the HTTP server did not listen within {timeout} s: {log_path.read_text()}")
+
+
+def stop_process(proc: subprocess.Popen[bytes]) -> int:
+    """SIGTERM (the server drains), then SIGKILL after 15 s; returns the exit code."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(15)
+    return proc.returncode
+
+
+TRANSPORTS = ("stdio", "http")
+
+
+@pytest.fixture(scope="module", params=TRANSPORTS)
+def mcp(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpProcess]:
+    """One server per test module and transport on the repository's ``workflows/`` (state persists across
+    that module's tests): every test using it runs over stdio and over Streamable HTTP."""
+    server = McpProcess(tmp_path_factory.mktemp(f"mcp-{request.param}"), transport=request.param).start()
     try:
         yield server
     finally:

@@ -674,7 +674,9 @@ def test_own_corpus_load_errors_and_version_drift(spawn_mcp: Callable[..., McpPr
 @pytest.mark.parametrize(
     ("args", "env", "needle"),
     [
-        (["--transport", "http"], {"WORKFLOW_WORKSPACE": "/tmp"}, "transport 'http' is not available"),
+        (["--transport", "http", "--host", "0.0.0.0", "--port", "0"], {"WORKFLOW_WORKSPACE": "/tmp"},
+         "set WORKFLOW_SERVER_TOKEN"),
+        (["--transport", "smoke"], {"WORKFLOW_WORKSPACE": "/tmp"}, "invalid choice"),
         ([], {}, "no workspace configured"),
         (["--repo", "not a repo"], {}, "--repo"),
     ],

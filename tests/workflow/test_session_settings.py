@@ -31,7 +31,7 @@ def test_defaults(tmp_path: Path) -> None:
         "2.1.0",
         "stdio",
         3000,
-        "localhost",
+        "127.0.0.1",
     )
     assert (s.repo, s.engineering_dir, s.planning_slug, s.host_projects_root) == (None, None, None, None)
 

@@ -332,15 +332,22 @@ def _config_error(log: JsonLog, message: str) -> int:
 
 
 def serve_main(settings: WorkflowSettings, env: Mapping[str, str], *, hard_exit: bool = False) -> int:
-    """Build and run the stdio server until stdin closes. Returns the exit code (2 on bad config).
+    """Build and run the server (stdio until stdin closes; HTTP until SIGTERM/SIGINT). Returns the exit code
+    (2 on bad config, an HTTP bind beyond loopback without ``WORKFLOW_SERVER_TOKEN`` included).
 
     ``hard_exit`` ends the process with ``os._exit`` once the server has stopped, skipping interpreter
     teardown (seconds with the SDK's module graph loaded); every session write is already durable.
     """
     log = JsonLog()
     _configure_logging(log)
-    if settings.transport != "stdio":
-        return _config_error(log, f"transport '{settings.transport}' is not available in this build; use stdio")
+    guard = None
+    if settings.transport == "http":
+        from orchestrator.workflow.http import guard_from_env
+
+        try:
+            guard = guard_from_env(settings, env)
+        except ValueError as exc:
+            return _config_error(log, str(exc))
     try:
         state = build_state(settings, log=log, env=env)
         server = build_server(state)
@@ -353,11 +360,23 @@ def serve_main(settings: WorkflowSettings, env: Mapping[str, str], *, hard_exit:
         workflow_dir=str(settings.workflow_dir),
         workspace=str(settings.workspace) if settings.workspace else None,
         pid=os.getpid(),
+        transport=settings.transport,
     )
     try:
-        anyio.run(run_stdio, server, backend="trio")
+        if guard is not None:
+            from orchestrator.workflow.http import run_http
+
+            def listening(binds: list[str]) -> None:
+                urls = [f"{bind}/mcp" for bind in binds]
+                log.info("http_listening", urls=urls, token_required=guard.token is not None)
+
+            anyio.run(run_http, server, settings, guard, listening, backend="trio")
+        else:
+            anyio.run(run_stdio, server, backend="trio")
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:  # e.g. the port is taken
+        return _config_error(log, f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}")
     log.info("server_stopped")
     if hard_exit:
         sys.stdout.flush()

@@ -50,6 +50,7 @@ DEFAULT_BATCH_HEADROOM_FRACTION = 0.35
 DEFAULT_BATCH_MAX_ACTIVITIES = 3
 DEFAULT_MIN_CHECKPOINT_RESPONSE_SECONDS = 3.0
 DEFAULT_PORT = 3000
+DEFAULT_HOST = "127.0.0.1"
 
 
 class WorkflowSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -75,7 +76,7 @@ class WorkflowSettings(msgspec.Struct, frozen=True, kw_only=True):
     server_version: str = "2.1.0"
     transport: Transport = "stdio"
     port: int = DEFAULT_PORT
-    host: str = "localhost"
+    host: str = DEFAULT_HOST
 
 
 def _given(value: object) -> str | None:
@@ -193,7 +194,7 @@ def load_workflow_settings(
 
     port_src = _first(("--port", arg("port")), ("PORT", var("PORT")))
     port = DEFAULT_PORT
-    if port_src is not None and port_src[1].isdigit() and 0 < int(port_src[1]) < 65536:
+    if port_src is not None and port_src[1].isdigit() and 0 <= int(port_src[1]) < 65536:  # 0: any free port
         port = int(port_src[1])
 
     host_projects = _first(
@@ -228,7 +229,7 @@ def load_workflow_settings(
         server_version=var("SERVER_VERSION") or "2.1.0",
         transport=transport,
         port=port,
-        host=arg("host") or var("HOST") or "localhost",
+        host=arg("host") or var("HOST") or DEFAULT_HOST,
     )
     if require_workspace and workspace is None and repo is None and not _is_multi_root(settings):
         raise WorkspaceConfigError(
