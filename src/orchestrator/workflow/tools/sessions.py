@@ -23,6 +23,7 @@ import msgspec
 from orchestrator.workflow.corpus.model import META_WORKFLOW_ID, Workflow
 from orchestrator.workflow.errors import ParameterError, SessionStoreError, WorkflowNotFoundError
 from orchestrator.workflow.session.checkout import CheckoutFacts, derive_checkout
+from orchestrator.workflow.session.migrate import migrate_folder
 from orchestrator.workflow.session.roots import (
     check_new_planning_folder,
     dated_slug,
@@ -100,7 +101,7 @@ def _resume_fallback(state: ServerState, folder: Path) -> Path | None:
     return next(iter(unique.values())) if len(unique) == 1 else None
 
 
-def _resume(call: ToolCall, handle: SessionHandle, repo: str | None) -> ToolResult:
+def _resume(call: ToolCall, handle: SessionHandle, repo: str | None, *, migrated: bool = False) -> ToolResult:
     args = call.args
     s = call.adopt(handle)
     workflow = s.workflow()
@@ -138,7 +139,7 @@ def _resume(call: ToolCall, handle: SessionHandle, repo: str | None) -> ToolResu
         )
     if s.state != before:
         s.save()
-    payload = _session_payload(s, workflow)
+    payload = _session_payload(s, workflow, **({"migrated": True} if migrated else {}))
     return s.json(payload)
 
 
@@ -208,8 +209,9 @@ def start_session(call: ToolCall) -> ToolResult:
         if not os.path.isabs(raw):
             raise ParameterError(f"planning_folder '{raw}' must be an absolute path")
         folder = Path(to_server_path(raw, settings))
+        migrated = migrate_folder(state.store, folder, now=state.now())  # a legacy workflow-state.json folder
         if (folder / SESSION_FILE).exists():
-            return _resume(call, state.store.open_folder(folder), repo)
+            return _resume(call, state.store.open_folder(folder), repo, migrated=migrated)
         moved = _resume_fallback(state, folder)
         if moved is not None:
             return _resume(call, state.store.open_folder(moved), repo)
