@@ -62,6 +62,8 @@ PENDING_SEAL_FILE = ".session-token.next"
 #: held (``flock`` exclusive) around every compare-and-swap write of the folder's session
 LOCK_FILE = ".session.lock"
 TRANSIENT_PREFIX = "workflow-server-transient-"
+#: a transient's planning slug (given at start), read by any process that adopts the transient
+TRANSIENT_SLUG_FILE = ".planning-slug"
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__"})
 _DECODER = msgspec.json.Decoder(SessionFile)
 
@@ -354,18 +356,31 @@ class SessionStore:
         keys.check_index(index)
         entry = self._transients.get(index)
         if entry is not None:
-            top, revision = self.read_revision(entry.folder)
-            paths = find_index(top, index)
-            if len(paths) == 1:
-                return SessionHandle(folder=entry.folder, top=top, path=paths[0], transient=True, revision=revision)
-            raise SessionStoreError("NOT_FOUND", f"transient session {index} is no longer in {entry.folder}")
+            try:
+                top, revision = self.read_revision(entry.folder)
+            except SessionStoreError as exc:
+                if exc.code != "NOT_FOUND":
+                    raise
+                self._transients.pop(index, None)  # promoted by another process: found by the scan below
+            else:
+                paths = find_index(top, index)
+                if len(paths) == 1:
+                    return SessionHandle(
+                        folder=entry.folder, top=top, path=paths[0], transient=True, revision=revision
+                    )
+                raise SessionStoreError("NOT_FOUND", f"transient session {index} is no longer in {entry.folder}")
         cached = self._cache.get(index)
         if cached is not None:
             handle = self._try_cached(index, cached)
             if handle is not None:
                 return handle
             self._cache.pop(index, None)
-        return self._locate_by_scan(index)
+        try:
+            return self._locate_by_scan(index)
+        except SessionStoreError as exc:
+            if exc.code == "NOT_FOUND" and self._adopt_shared_transient(index):
+                return self.locate(index)
+            raise
 
     def _try_cached(self, index: str, folder: Path) -> SessionHandle | None:
         try:
@@ -433,9 +448,32 @@ class SessionStore:
         make_private_dirs(self.settings.tmp_dir)
         folder = self.settings.tmp_dir / f"{TRANSIENT_PREFIX}{uuid.uuid4()}"
         os.mkdir(folder, 0o700)
+        if slug is not None:  # beside the session, so another server process sharing TMPDIR knows it too
+            write_private(folder / TRANSIENT_SLUG_FILE, slug.encode("utf-8"), durable=False)
         index = self.root_index(folder)
         self._transients[index] = _Transient(folder, slug)
         return folder, index
+
+    def _adopt_shared_transient(self, index: str) -> bool:
+        """Find a transient another process (sharing ``TMPDIR``) created, and remember it here."""
+        try:
+            candidates = sorted(self.settings.tmp_dir.glob(f"{TRANSIENT_PREFIX}*/{SESSION_FILE}"))
+        except OSError:
+            return False
+        needle = index.encode("ascii")
+        for file in candidates:
+            try:
+                data = file.read_bytes()
+            except OSError:
+                continue
+            if needle in data and any(stored == index and not path for stored, path in _stored_indexes(data)):
+                try:
+                    slug: str | None = (file.parent / TRANSIENT_SLUG_FILE).read_text("utf-8") or None
+                except OSError:
+                    slug = None
+                self._transients[index] = _Transient(file.parent, slug)
+                return True
+        return False
 
     def is_transient(self, index: str) -> bool:
         return index in self._transients
