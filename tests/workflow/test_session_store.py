@@ -347,8 +347,8 @@ def test_transient_promotion(store: SessionStore, root: Path, settings: Workflow
     handle = store.locate(top.session_index)
     assert handle.transient and store.is_transient(top.session_index)
     assert store.transient_slug(top.session_index) == "acc-18"
-    with pytest.raises(SessionStoreError, match="NOT_FOUND"):
-        SessionStore(settings, store.key).locate(top.session_index)  # lost on restart until promoted
+    other = SessionStore(settings, store.key)  # another process (or a restart) sharing TMPDIR adopts it
+    assert other.locate(top.session_index).transient and other.transient_slug(top.session_index) == "acc-18"
     target = root / "acc-18"
     promoted_top = msgspec.structs.replace(top, planning_folder_path=str(target), repo="acme/widgets")
     promoted = store.promote(handle, target, promoted_top)
@@ -441,3 +441,89 @@ def test_open_folder_and_non_durable_writes(settings: WorkflowSettings, root: Pa
     assert (handle.top, handle.path, handle.transient, handle.index) == (top, (), False, top.session_index)
     with pytest.raises(SessionStoreError, match="NOT_FOUND"):
         store.open_folder(root / "empty")
+
+
+# --------------------------------------------------------------------------------------- durability, CAS
+
+
+def test_one_fsynced_file_and_one_directory_fsync_per_save(
+    store: SessionStore, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = root / "acc-fsync"
+    _create(store, folder)
+    handle = store.open_folder(folder)
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def counting(fd: int) -> None:
+        synced.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    store.save(handle, touch(handle.state, now=T0 + 1))
+    assert synced == ["file", "dir"]  # was six: three files, each with its own directory fsync
+
+
+def test_a_stale_handle_is_a_conflict_and_writes_nothing(settings: WorkflowSettings, root: Path) -> None:
+    key = load_or_create_key(settings.key_dir)
+    first, second = SessionStore(settings, key), SessionStore(settings, key)  # two processes' stores
+    folder = root / "acc-cas"
+    _create(first, folder)
+    stale = first.open_folder(folder)
+    winner = second.open_folder(folder)
+    second.save(winner, touch(winner.state, now=T0 + 5))
+    after = _snapshot(folder)
+    with pytest.raises(SessionStoreError) as caught:
+        first.save(stale, touch(stale.state, now=T0 + 9))
+    assert caught.value.code == "SESSION_CONFLICT" and str(folder) in caught.value.message
+    assert _snapshot(folder) == after
+    fresh = first.open_folder(folder)  # re-read, then the write lands
+    assert first.save(fresh, touch(fresh.state, now=T0 + 9)).state.seq == 2
+
+
+_WRITER = """
+import sys, time
+from pathlib import Path
+import msgspec
+from orchestrator.workflow.session import SessionStore, load_or_create_key, touch
+from orchestrator.workflow.settings import load_workflow_settings
+settings = load_workflow_settings({"WORKFLOW_WORKSPACE": sys.argv[1], "WORKFLOW_SERVER_KEY_DIR": sys.argv[2],
+                                   "TMPDIR": sys.argv[3]}, {})
+store = SessionStore(settings, load_or_create_key(settings.key_dir))
+folder = Path(sys.argv[4])
+while True:
+    handle = store.open_folder(folder)
+    big = {"blob": "x" * 200_000, "n": handle.state.seq}  # a large file keeps each write in flight longer
+    store.save(handle, touch(msgspec.structs.replace(handle.state, variables=big), now=time.time()))
+    print(handle.state.seq + 1, flush=True)
+"""
+
+
+def test_killed_writers_leave_a_folder_that_verifies(settings: WorkflowSettings, root: Path) -> None:
+    """SIGKILL a process that rewrites a session in a loop, at a different point of a write each time (after
+    it reported a varying number of saves); every time the folder verifies and holds the last reported
+    save or the one in flight — never a torn or unsealed file."""
+    import random
+    import signal
+    import subprocess
+    import sys
+
+    store = SessionStore(settings, load_or_create_key(settings.key_dir))
+    folder = root / "acc-kill"
+    _create(store, folder)
+    rng = random.Random(15)
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    for _ in range(12):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(settings.workspace), str(settings.key_dir), str(settings.tmp_dir),
+             str(folder)],
+            stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": src},
+        )
+        assert proc.stdout is not None
+        last = None
+        for _ in range(rng.randint(1, 6)):
+            last = int(proc.stdout.readline())
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        state = store.read(folder)  # raises SEAL_MISMATCH on a torn or unsealed folder
+        assert last is not None and state.seq in (last, last + 1)
