@@ -145,6 +145,7 @@ class McpProcess(_Calls):
             "WORKFLOW_SERVER_KEY_DIR": str(self.key_dir),
             "WORKFLOW_SERVER_INSTALL_DIR": str(root / "install"),
             "TMPDIR": str(self.tmp_dir),
+            "WORKFLOW_SERVER_WORKING_ROOTS": str(root / "p"),  # where tests put their checkouts
             **dict(env or {}),
         }
         if transport == "http":

@@ -296,6 +296,45 @@ def test_working_directory_derives_repo_planning_root_and_bag(mcp: McpProcess) -
     assert "must be an absolute path" in mcp.err("start_session", workflow_id="bug-fix", working_directory="p/w")
 
 
+def test_working_directory_must_lie_under_a_configured_root(mcp: McpProcess, tmp_path: Path) -> None:
+    outside = make_checkout(tmp_path / "elsewhere" / "widgets", "git@github.com:acme/widgets.git")
+    missing = tmp_path / "elsewhere" / "no-such-checkout"
+    texts = [mcp.err("start_session", workflow_id="bug-fix", working_directory=str(path))
+             for path in (outside, missing, tmp_path / "elsewhere" / "file.txt")]
+    for text, path in zip(texts, (outside, missing, tmp_path / "elsewhere" / "file.txt"), strict=True):
+        assert text.startswith("PATH_OUTSIDE_ROOT: ") and "WORKFLOW_SERVER_WORKING_ROOTS" in text
+        assert text.replace(str(path), "<path>") == texts[0].replace(str(outside), "<path>")  # existence not told
+    # a symlink under a root that leads out of it is judged by where it leads
+    (mcp.root / "p").mkdir(exist_ok=True)
+    link = mcp.root / "p" / "sneaky"
+    link.symlink_to(outside)
+    assert mcp.err("start_session", workflow_id="bug-fix", working_directory=str(link)).startswith(
+        "PATH_OUTSIDE_ROOT: ")
+    assert not (outside / ".engineering").exists()
+
+
+def test_a_planning_folder_that_resolves_outside_its_root_is_refused(mcp: McpProcess, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    mcp.planning.mkdir(parents=True, exist_ok=True)
+    (mcp.planning / "planted").symlink_to(outside)
+    text = mcp.err("start_session", workflow_id="bug-fix", planning_folder=str(mcp.planning / "planted"))
+    assert text.startswith("PLANNING_FOLDER_OUTSIDE_ROOT: ") and "nothing was written" in text
+    assert list(outside.iterdir()) == []
+
+
+def test_a_group_readable_key_stops_the_server_naming_the_fix(tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    (keys / "secret").write_bytes(os.urandom(32))
+    (keys / "secret").chmod(0o640)
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO / "src"),
+           "WORKFLOW_WORKSPACE": str(tmp_path), "WORKFLOW_SERVER_KEY_DIR": str(keys)}
+    done = subprocess.run([sys.executable, "-m", "orchestrator", "mcp"], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and f"chmod 600 {keys / 'secret'}" in done.stderr and done.stdout == ""
+
+
 def test_durable_meta_start_opens_its_client_or_answers_a_decision(mcp: McpProcess) -> None:
     checkout = make_checkout(mcp.root / "p" / "gadgets", "https://github.com/acme/gadgets")
     root = checkout / ".engineering" / "artifacts" / "planning"

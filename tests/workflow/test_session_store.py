@@ -421,10 +421,34 @@ def test_racing_creators_agree_on_one_key(tmp_path: Path) -> None:
 
 def test_wrong_length_key_is_fatal(tmp_path: Path) -> None:
     (tmp_path / "secret").write_bytes(b"short")
+    (tmp_path / "secret").chmod(0o600)
     with pytest.raises(WorkspaceConfigError, match=r"holds 5 bytes, expected 32") as caught:
         load_or_create_key(tmp_path)
     assert str(tmp_path / "secret") in caught.value.message
     assert (tmp_path / "secret").read_bytes() == b"short"
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o620])
+def test_a_key_readable_by_group_or_other_is_refused_naming_chmod(tmp_path: Path, mode: int) -> None:
+    key = tmp_path / "secret"
+    key.write_bytes(os.urandom(32))
+    key.chmod(mode)
+    with pytest.raises(WorkspaceConfigError) as caught:
+        load_or_create_key(tmp_path)
+    assert f"chmod 600 {key}" in caught.value.message and f"{mode:04o}" in caught.value.message
+    key.chmod(0o600)
+    assert load_or_create_key(tmp_path) == key.read_bytes()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_key_owned_by_another_user_is_refused_naming_chown(tmp_path: Path) -> None:
+    key = tmp_path / "secret"
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o600)
+    os.chown(key, 4242, -1)
+    with pytest.raises(WorkspaceConfigError) as caught:
+        load_or_create_key(tmp_path)
+    assert "owned by uid 4242" in caught.value.message and f"chown {os.geteuid()} {key}" in caught.value.message
 
 
 def test_unwritable_key_dir_is_a_config_error(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ folder in a checkout or editable install, a copy inside the installed wheel).
 from __future__ import annotations
 
 import math
+import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -77,6 +78,9 @@ class WorkflowSettings(msgspec.Struct, frozen=True, kw_only=True):
     transport: Transport = "stdio"
     port: int = DEFAULT_PORT
     host: str = DEFAULT_HOST
+    #: extra folders a ``working_directory`` may lie under (``WORKFLOW_SERVER_WORKING_ROOTS``), besides the
+    #: projects roots (the workspace, ``$INSTALL/projects``, a multi root)
+    working_roots: tuple[Path, ...] = ()
 
 
 def _given(value: object) -> str | None:
@@ -230,6 +234,9 @@ def load_workflow_settings(
         transport=transport,
         port=port,
         host=arg("host") or var("HOST") or DEFAULT_HOST,
+        working_roots=tuple(
+            _path(item, base) for item in (var("WORKFLOW_SERVER_WORKING_ROOTS") or "").split(os.pathsep) if item
+        ),
     )
     if require_workspace and workspace is None and repo is None and not _is_multi_root(settings):
         raise WorkspaceConfigError(

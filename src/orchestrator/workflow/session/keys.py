@@ -20,6 +20,7 @@ import hmac
 import os
 import re
 import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -46,8 +47,23 @@ KEY_BYTES = 32
 _INDEX_RE = re.compile(r"[A-Z2-7]{6}")
 
 
+def check_key_file(path: Path, info: os.stat_result) -> None:
+    """Refuse a key file another user owns or that group/other may read or write, naming the fix."""
+    if info.st_uid != os.geteuid():
+        raise WorkspaceConfigError(
+            f"server key {path} is owned by uid {info.st_uid}, not by this user (uid {os.geteuid()}); run "
+            f"`chown {os.geteuid()} {path}` if it is yours, or point WORKFLOW_SERVER_KEY_DIR at your own key"
+        )
+    if info.st_mode & 0o077:
+        raise WorkspaceConfigError(
+            f"server key {path} has mode {stat.S_IMODE(info.st_mode):04o}: group or other may read it; run "
+            f"`chmod 600 {path}` (and `chmod 700 {path.parent}`)"
+        )
+
+
 def _read_key(path: Path) -> bytes:
     try:
+        check_key_file(path, os.stat(path))
         data = path.read_bytes()
     except OSError as exc:
         raise WorkspaceConfigError(f"cannot read the server key {path}: {exc.strerror or exc}") from None

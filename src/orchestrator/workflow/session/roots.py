@@ -18,11 +18,13 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Literal
 
 from orchestrator.workflow.errors import ParameterError, SessionStoreError
+from orchestrator.workflow.session.fsio import make_private_dirs
 
 if TYPE_CHECKING:
     from orchestrator.workflow.settings import WorkflowSettings
@@ -32,7 +34,10 @@ __all__ = [
     "SINGLE_PLANNING_DIR",
     "RootMode",
     "check_new_planning_folder",
+    "check_working_directory",
     "dated_slug",
+    "ensure_planning_folder",
+    "is_within",
     "next_free_slug",
     "normalise_repo",
     "planning_root",
@@ -44,6 +49,7 @@ __all__ = [
     "to_host_path",
     "to_server_path",
     "validate_slug",
+    "working_roots",
 ]
 
 RootMode = Literal["single", "pinned", "multi"]
@@ -154,6 +160,51 @@ def projects_roots(settings: WorkflowSettings) -> list[Path]:
     if settings.workspace is not None:
         roots.append(settings.workspace)
     return _dedupe(roots)
+
+
+def working_roots(settings: WorkflowSettings) -> list[Path]:
+    """Folders a ``working_directory`` must lie under: the projects roots plus ``WORKFLOW_SERVER_WORKING_ROOTS``."""
+    return _dedupe([*projects_roots(settings), *settings.working_roots])
+
+
+def is_within(path: str | Path, roots: Sequence[Path]) -> bool:
+    """Whether the real path of ``path`` (symlinks resolved; it need not exist) is one of ``roots`` or below."""
+    real = os.path.realpath(path)
+    for root in roots:
+        base = os.path.realpath(root)
+        if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def check_working_directory(path: str, settings: WorkflowSettings) -> None:
+    """Refuse a ``working_directory`` outside every working root, with one message whether or not it exists."""
+    roots = working_roots(settings)
+    if not is_within(path, roots):
+        shown = ", ".join(str(root) for root in roots)
+        raise SessionStoreError(
+            "PATH_OUTSIDE_ROOT",
+            f"working_directory {path} is not under a configured root ({shown}); put the checkout under one of "
+            "them or add its parent to WORKFLOW_SERVER_WORKING_ROOTS",
+        )
+
+
+def ensure_planning_folder(folder: Path, root: Path) -> None:
+    """Create a new planning folder (0700) and re-check it by its real path: a folder that resolves
+    anywhere but directly under ``root`` (a symlink planted there, a parent swapped meanwhile) is refused
+    with ``PLANNING_FOLDER_OUTSIDE_ROOT`` and, if this call created it and it is still empty, removed."""
+    existed = os.path.lexists(folder)
+    make_private_dirs(folder)
+    if os.path.dirname(os.path.realpath(folder)) != os.path.realpath(root):
+        if not existed:
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass
+        raise SessionStoreError(
+            "PLANNING_FOLDER_OUTSIDE_ROOT",
+            f"planning folder {folder} resolves outside its planning root {root}; nothing was written",
+        )
 
 
 def _dedupe(paths: list[Path]) -> list[Path]:

@@ -26,7 +26,10 @@ from orchestrator.workflow.session.checkout import CheckoutFacts, derive_checkou
 from orchestrator.workflow.session.migrate import migrate_folder
 from orchestrator.workflow.session.roots import (
     check_new_planning_folder,
+    check_working_directory,
     dated_slug,
+    ensure_planning_folder,
+    is_within,
     next_free_slug,
     normalise_repo,
     planning_root,
@@ -164,6 +167,7 @@ def _checkout(state: ServerState, working_directory: str) -> CheckoutFacts:
     path = working_directory
     if os.path.isabs(path):
         path = to_server_path(path, state.settings)
+        check_working_directory(path, state.settings)  # before anything looks at the path
     return derive_checkout(path, projects_roots(state.settings))
 
 
@@ -209,7 +213,9 @@ def start_session(call: ToolCall) -> ToolResult:
         if not os.path.isabs(raw):
             raise ParameterError(f"planning_folder '{raw}' must be an absolute path")
         folder = Path(to_server_path(raw, settings))
-        migrated = migrate_folder(state.store, folder, now=state.now())  # a legacy workflow-state.json folder
+        migrated = False
+        if is_within(folder, state.store.search_roots()):  # a legacy folder is converted only where sessions live
+            migrated = migrate_folder(state.store, folder, now=state.now())
         if (folder / SESSION_FILE).exists():
             return _resume(call, state.store.open_folder(folder), repo, migrated=migrated)
         moved = _resume_fallback(state, folder)
@@ -303,6 +309,7 @@ def _create_durable(
     client_id: str | None,
 ) -> ToolResult:
     state, args = call.state, call.args
+    ensure_planning_folder(target, target.parent)  # created, then re-checked by its real path
     index = state.store.root_index(target)
     real = os.path.realpath(target)
     bag_facts: dict[str, Any] = {"planning_folder_path": state.host_path(real)}
@@ -378,6 +385,7 @@ def dispatch_child(call: ToolCall) -> ToolResult:
         slug = args.get("planning_slug") or state.store.transient_slug(s.index)
         slug = validate_slug(slug) if slug else next_free_slug(root, dated_slug(workflow.id, state.now()))
         target = root / slug
+        ensure_planning_folder(target, root)  # created, then re-checked by its real path
         real = os.path.realpath(target)
         moved = msgspec.structs.replace(
             parent,
