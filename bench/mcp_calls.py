@@ -1,174 +1,278 @@
-"""Workflow-server latency benchmark. Run: ``.venv/bin/python bench/mcp_calls.py`` (see bench/README.md).
+"""Workflow-server benchmark: initialize, reads and session writes, before/after, over stdio and HTTP.
+Run: ``.venv/bin/python bench/mcp_calls.py [--quick]`` (see bench/README.md).
 
-Starts ``orchestrator mcp`` as a real subprocess and drives it through the official ``mcp`` client over
-stdio, on the real corpus (``../shared/corpus/workflows``) when it exists, else on the project's own
-``workflows/``. Prints:
+Three servers run side by side in the same rounds, each a real ``orchestrator mcp`` subprocess driven by
+the official ``mcp`` client:
 
-- the corpus load time (in-process ``load_corpus``, median of 5; goal < 300 ms);
-- the p50 and p90 client-observed latency of each tool over ``ROUNDS`` interleaved rounds, with its ratio
-  to an MCP ``ping`` measured in the same rounds (the stdio transport floor: JSON-RPC framing, pipes,
-  the client's and server's event loops). Goals: ``list_workflows`` < 5 ms p50, reads < 2 ms p50.
+- **before (stdio)**: the code at ``--baseline`` (default: the commit this branch started from, exported
+  with ``git archive``) — the full ``orchestrator.cli`` import on start, the corpus loaded before serving,
+  three fsynced files per session save;
+- **after (stdio)** and **after (http)**: this tree — ``orchestrator mcp`` skips the service's CLI imports,
+  the corpus loads while the client's ``initialize`` is answered, one fsynced file per save; HTTP is the
+  stateless Streamable HTTP transport on hypercorn's trio worker.
 
-Exits 0 and never asserts on timing; 1 only when the bench itself cannot run.
+Printed: the time from spawning a server to a finished ``initialize`` (HTTP: spawn, listen, initialize),
+then p50/p90 of each read and session-writing tool (every server takes its turn in every round, order
+alternating), with the after/before ratio and each server's own ``ping`` as its transport floor. On the
+real corpus (``../shared/corpus/workflows``) when present, else the project's ``workflows/``.
+``--quick`` (a few seconds of calls; the spawns dominate) is what the bench test runs. Exits 0 and never
+asserts on timing; 1 only when the bench itself cannot run.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import statistics
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-import anyio
+import httpx2
+import trio
 import yaml
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus" / "workflows"
-ROUNDS = 200
-WARMUP = 20
+BASELINE = "e47e4c1"  # main when issue 15 started: the "before" side
 
-#: (workflow, planning slug, the step whose technique get_technique fetches, a resource id)
-REAL = ("work-package", "bench", "detect-review-mode", "review-mode#review-comment-template")
-OWN = ("code-review", "bench", None, "review-checklist")
+#: (workflow, the step whose technique get_technique fetches)
+REAL = ("work-package", "detect-review-mode")
+OWN = ("code-review", None)
 
 
 def _text(result: Any) -> str:
     return "".join(getattr(item, "text", "") for item in result.content)
 
 
-def _load_time(root: Path) -> float:
-    from orchestrator.workflow.corpus import load_corpus
+def export_baseline(rev: str, dest: Path) -> Path | None:
+    """``src/`` at ``rev`` under ``dest`` (``git archive``); ``None`` when git or the revision is missing."""
+    try:
+        data = subprocess.run(["git", "-C", str(REPO), "archive", rev, "src"], capture_output=True, check=True,
+                              timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        archive.extractall(dest, filter="data")
+    return dest / "src"
 
-    times = []
-    for _ in range(5):
+
+class Server:
+    """One server process and a client session to it, on its own workspace."""
+
+    def __init__(self, label: str, src: Path, transport: str, root: Path, workdir: Path) -> None:
+        self.label, self.src, self.transport, self.root = label, src, transport, root
+        self.workdir = workdir
+        self.workspace = workdir / "ws"
+        self.workspace.mkdir(parents=True)
+        self.env = {**os.environ, "PYTHONPATH": str(src), "WORKFLOW_DIR": str(root),
+                    "WORKFLOW_WORKSPACE": str(self.workspace), "WORKFLOW_SERVER_KEY_DIR": str(workdir / "key")}
+        self.session: ClientSession | None = None
+        self.index = ""
+        self.initial = ""
+        self.starts = 0
+
+    def args(self) -> list[str]:
+        extra = ["--transport", "http", "--port", "0"] if self.transport == "http" else []
+        return ["-m", "orchestrator", "mcp", *extra]
+
+    async def open(self, stack: AsyncExitStack) -> float:
+        """Spawn, connect and initialize; returns the seconds that took."""
         started = time.perf_counter()
-        load_corpus(root)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        if self.transport == "stdio":
+            params = StdioServerParameters(command=sys.executable, args=self.args(), env=self.env)
+            errlog = stack.enter_context((self.workdir / "server.log").open("w"))
+            read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        else:
+            log = self.workdir / "server.log"
+            proc = await trio.to_thread.run_sync(self._spawn_http, log)
+            stack.callback(_stop, proc)
+            url = await _listening(proc, log)
+            client = await stack.enter_async_context(httpx2.AsyncClient(timeout=httpx2.Timeout(60.0)))
+            read, write = await stack.enter_async_context(streamable_http_client(url, http_client=client))
+        self.session = await stack.enter_async_context(ClientSession(read, write))
+        await self.session.initialize()
+        return time.perf_counter() - started
+
+    def _spawn_http(self, log: Path) -> subprocess.Popen[bytes]:
+        with log.open("wb") as errlog:
+            return subprocess.Popen([sys.executable, *self.args()], env=self.env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=errlog)
+
+    async def call(self, tool: str, **args: Any) -> str:
+        assert self.session is not None
+        result = await self.session.call_tool(tool, args)
+        text = _text(result)
+        if result.is_error:
+            raise RuntimeError(f"{self.label}: {tool} failed: {text}")
+        return text
+
+    async def prepare(self, workflow_id: str) -> None:
+        self.index = json.loads(await self.start_one(workflow_id))["session_index"]
+        workflow = await self.call("get_workflow", session_index=self.index)
+        self.initial = yaml.safe_load(workflow.split("\n\n---\n\n", 1)[-1])["initialActivity"]
+        await self.call("next_activity", session_index=self.index, activity_id=self.initial)
+        await self.call("get_activity", session_index=self.index, context_tokens=200_000, agent_id="w1")
+
+    async def start_one(self, workflow_id: str) -> str:
+        self.starts += 1
+        folder = self.workspace / ".engineering" / "artifacts" / "planning" / f"bench-{self.starts}"
+        return await self.call("start_session", workflow_id=workflow_id, planning_folder=str(folder))
 
 
-async def _bench(root: Path, spec: tuple[str, str, str | None, str], rounds: int, workdir: Path) -> None:
-    workflow_id, slug, step, resource = spec
-    workspace = workdir / "ws"
-    workspace.mkdir()
-    env = {
-        **os.environ,
-        "WORKFLOW_DIR": str(root),
-        "WORKFLOW_WORKSPACE": str(workspace),
-        "WORKFLOW_SERVER_KEY_DIR": str(workdir / "key"),
-    }
-    params = StdioServerParameters(command=sys.executable, args=["-m", "orchestrator", "mcp"], env=env)
-    with (workdir / "server.log").open("w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-
-            async def call(tool: str, **args: Any) -> str:
-                result = await session.call_tool(tool, args)
-                text = _text(result)
-                if result.is_error:
-                    raise RuntimeError(f"{tool} failed: {text}")
-                return text
-
-            planning = workspace / ".engineering" / "artifacts" / "planning" / slug
-            started = await call("start_session", workflow_id=workflow_id, planning_folder=str(planning))
-            index = _session_index(started)
-            workflow = await call("get_workflow", session_index=index)
-            initial = _yaml_field(workflow, "initialActivity")
-            await call("next_activity", session_index=index, activity_id=initial)
-            await call("get_activity", session_index=index, context_tokens=200_000, agent_id="w1")
-
-            reads: dict[str, Callable[[], Awaitable[Any]]] = {
-                "ping (baseline)": session.send_ping,
-                "discover": lambda: call("discover"),
-                "list_workflows": lambda: call("list_workflows"),
-                "health_check": lambda: call("health_check"),
-                "get_workflow_status": lambda: call("get_workflow_status", session_index=index),
-                "inspect_session": lambda: call("inspect_session", session_index=index, view="summary"),
-            }
-            writes: dict[str, Callable[[], Awaitable[Any]]] = {
-                "get_workflow": lambda: call("get_workflow", session_index=index),
-                "get_activity": lambda: call(
-                    "get_activity", session_index=index, context_tokens=200_000, agent_id="w1"
-                ),
-                "get_resource": lambda: call("get_resource", session_index=index, resource_id=resource),
-                "get_trace": lambda: call("get_trace", session_index=index),
-                "record_usage": lambda: call(
-                    "record_usage", session_index=index, activity=initial, usage={"input_tokens": 1}, basis="delta"
-                ),
-            }
-            if step is not None:
-                writes["get_technique"] = lambda: call("get_technique", session_index=index, step_id=step)
-            print(f"client-observed over stdio, {WARMUP} warm-up rounds per phase; ratio = p50 / the phase's ping p50")
-            print(f"  {'tool':<22} {'p50':>9} {'p90':>9}  {'p50 / ping':>10}  kind")
-            read_p50 = await _phase(reads, rounds, "read")
-            with_ping = {"ping (baseline)": session.send_ping, **writes}
-            await _phase(with_ping, max(20, rounds // 4), "read + session write")
-            list_p50 = read_p50["list_workflows"] * 1e3
-            slowest = max(v for k, v in read_p50.items() if not k.startswith("ping")) * 1e3
-            floor = read_p50["ping (baseline)"] * 1e3
-            print(f"list_workflows p50: {list_p50:.2f} ms (goal < 5 ms)")
-            print(f"slowest pure read p50: {slowest:.2f} ms (goal < 2 ms; the stdio ping alone: {floor:.2f} ms)")
-
-
-async def _phase(contenders: dict[str, Callable[[], Awaitable[Any]]], rounds: int, kind: str) -> dict[str, float]:
-    """Interleaved rounds over ``contenders`` (order alternating); prints a row each; returns the p50s."""
-    samples: dict[str, list[float]] = {name: [] for name in contenders}
-    for round_no in range(rounds + WARMUP):
-        order = list(contenders.items())
-        if round_no % 2:
-            order.reverse()
-        for name, run in order:
-            started_at = time.perf_counter()
-            await run()
-            if round_no >= WARMUP:
-                samples[name].append(time.perf_counter() - started_at)
-    p50s = {name: statistics.median(values) for name, values in samples.items()}
-    floor = p50s["ping (baseline)"]
-    for name, values in samples.items():
-        p90 = statistics.quantiles(values, n=10)[-1]
-        label = "baseline" if name.startswith("ping") else kind
-        print(f"  {name:<22} {p50s[name] * 1e3:7.2f}ms {p90 * 1e3:7.2f}ms  {p50s[name] / floor:9.2f}x  {label}")
-    return p50s
-
-
-def _session_index(text: str) -> str:
-    return json.loads(text)["session_index"]
-
-
-def _yaml_field(text: str, key: str) -> str:
-    meta = text.split("\n\n---\n\n", 1)[-1]
-    return yaml.safe_load(meta)[key]
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"timed rounds (default {ROUNDS})")
-    parser.add_argument("--own", action="store_true", help="use the project's workflows/ even if the corpus exists")
-    args = parser.parse_args()
-    real = CORPUS.is_dir() and not args.own
-    root, spec = (CORPUS, REAL) if real else (REPO / "workflows", OWN)
-    print(f"corpus: {root} ({'real public corpus' if real else 'the project’s own workflows'})")
-    load = _load_time(root)
-    print(f"corpus load (median of 5, in-process): {load * 1e3:.1f} ms (goal < 300 ms)")
-    with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmp:
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
         try:
-            anyio.run(_bench, root, spec, args.rounds, Path(tmp), backend="trio")
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(15)
+
+
+async def _listening(proc: subprocess.Popen[bytes], log: Path) -> str:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for line in log.read_text(errors="replace").splitlines():
+            if '"http_listening"' in line:
+                return str(json.loads(line)["urls"][0])
+        if proc.poll() is not None:
+            raise RuntimeError(f"HTTP server exited: {log.read_text()[-2000:]}")
+        await trio.sleep(0.005)  # polling the log for the listening line (an event, not a fixed wait)
+    raise RuntimeError("HTTP server did not listen within 60 s")
+
+
+async def _initialize_samples(make: Callable[[], Server], samples: int) -> list[float]:
+    out = []
+    for _ in range(samples):
+        async with AsyncExitStack() as stack:
+            out.append(await make().open(stack))
+    return out
+
+
+def _row(name: str, values: dict[str, list[float]], labels: list[str], before: str | None) -> str:
+    cells = []
+    for label in labels:
+        data = values.get(label) or []
+        if data:
+            p90 = statistics.quantiles(data, n=10)[-1] if len(data) >= 2 else data[0]
+            cells.append(f"{statistics.median(data) * 1e3:8.2f} / {p90 * 1e3:7.2f}")
+        else:
+            cells.append(f"{'n/a':>18}")
+    ratio = ""
+    after = values.get("after stdio")
+    if before is not None and values.get(before) and after:
+        ratio = f"{statistics.median(after) / statistics.median(values[before]):6.2f}x"
+    return f"  {name:<22} " + "  ".join(cells) + f"  {ratio}"
+
+
+async def _phase(servers: list[Server], tools: dict[str, Callable[[Server], Awaitable[Any]]], rounds: int,
+                 warmup: int) -> dict[str, dict[str, list[float]]]:
+    samples: dict[str, dict[str, list[float]]] = {tool: {s.label: [] for s in servers} for tool in tools}
+    for round_no in range(rounds + warmup):
+        order = servers if round_no % 2 == 0 else list(reversed(servers))
+        for tool, run in tools.items():
+            for server in order:
+                started = time.perf_counter()
+                await run(server)
+                if round_no >= warmup:
+                    samples[tool][server.label].append(time.perf_counter() - started)
+    return samples
+
+
+async def bench(root: Path, spec: tuple[str, str | None], before_src: Path | None, rounds: int,
+                init_samples: int, workdir: Path) -> None:
+    workflow_id, step = spec
+    here = REPO / "src"
+    plan = [("after stdio", here, "stdio"), ("after http", here, "http")]
+    if before_src is not None:
+        plan.insert(0, ("before stdio", before_src, "stdio"))
+    labels = [label for label, _, _ in plan]
+    counter = iter(range(10_000))
+
+    def maker(label: str, src: Path, transport: str) -> Callable[[], Server]:
+        return lambda: Server(label, src, transport, root, workdir / f"{label.replace(' ', '-')}-{next(counter)}")
+
+    init: dict[str, list[float]] = {label: [] for label in labels}
+    for label, src, transport in plan:
+        init[label] += await _initialize_samples(maker(label, src, transport), init_samples)
+    async with AsyncExitStack() as stack:
+        servers = [maker(label, src, transport)() for label, src, transport in plan]
+        for server in servers:
+            init[server.label].append(await server.open(stack))
+            await server.prepare(workflow_id)
+        before = "before stdio" if before_src is not None else None
+        header = "  ".join(f"{label + ' p50 / p90 ms':>18}" for label in labels)
+        print(f"\n  {'':<22} {header}  after/before (stdio p50)")
+        print(_row("initialize (spawn→ready)", init, labels, before))
+
+        def tool(name: str, **args: Any) -> Callable[[Server], Awaitable[Any]]:
+            return lambda s: s.call(name, session_index=s.index, **args)
+
+        reads: dict[str, Callable[[Server], Awaitable[Any]]] = {
+            "ping (floor)": lambda s: s.session.send_ping(),  # type: ignore[union-attr]
+            "list_workflows": lambda s: s.call("list_workflows"),
+            "get_workflow_status": tool("get_workflow_status"),
+            "inspect_session": tool("inspect_session", view="summary"),
+        }
+        writes: dict[str, Callable[[Server], Awaitable[Any]]] = {
+            "start_session": lambda s: s.start_one(workflow_id),
+            "next_activity": lambda s: s.call("next_activity", session_index=s.index, activity_id=s.initial,
+                                              step_manifest=[]),
+            "get_activity": tool("get_activity", context_tokens=200_000, agent_id="w1"),
+            "record_usage": lambda s: s.call("record_usage", session_index=s.index, activity=s.initial,
+                                             usage={"input_tokens": 1}, basis="delta"),
+        }
+        if step is not None:
+            writes["get_technique"] = tool("get_technique", step_id=step)
+        warmup = max(2, rounds // 10)
+        print("  reads")
+        for name, values in (await _phase(servers, reads, rounds, warmup)).items():
+            print(_row(name, values, labels, before))
+        print("  session writes")
+        for name, values in (await _phase(servers, writes, max(5, rounds // 4), warmup)).items():
+            print(_row(name, values, labels, before))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a few rounds on the project's workflows (seconds)")
+    parser.add_argument("--rounds", type=int, default=120, help="timed rounds of the read phase (default 120)")
+    parser.add_argument("--init", type=int, default=5, help="extra initialize samples per server (default 5)")
+    parser.add_argument("--own", action="store_true", help="use the project's workflows/ even if the corpus exists")
+    parser.add_argument("--baseline", default=BASELINE, help=f"git revision of the 'before' side ({BASELINE})")
+    args = parser.parse_args(argv)
+    rounds, init_samples = (12, 0) if args.quick else (args.rounds, args.init)
+    real = CORPUS.is_dir() and not (args.own or args.quick)
+    root, spec = (CORPUS, REAL) if real else (REPO / "workflows", OWN)
+    print(f"corpus: {root} ({'the real public corpus' if real else 'the project’s own workflows'}); "
+          f"{rounds} read rounds, {init_samples + 1} initialize samples per server")
+    with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmp:
+        before_src = export_baseline(args.baseline, Path(tmp) / "baseline")
+        if before_src is None:
+            print(f"(no 'before' side: git archive {args.baseline} failed)")
+        else:
+            print(f"before = {args.baseline} (git archive), after = this tree")
+        try:
+            trio.run(bench, root, spec, before_src, rounds, init_samples, Path(tmp))
         except Exception as exc:
             import traceback
 
             traceback.print_exception(exc, file=sys.stderr)
             print(f"bench failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-            log = Path(tmp) / "server.log"
-            if log.exists():
-                print(log.read_text()[-3000:], file=sys.stderr)
+            for log in Path(tmp).glob("*/server.log"):
+                print(f"--- {log}\n{log.read_text()[-2000:]}", file=sys.stderr)
             return 1
     return 0
 

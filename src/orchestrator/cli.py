@@ -121,14 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("directory", nargs="?", default=".", metavar="DIR", help="the workspace (default .)")
     init.add_argument("--force", action="store_true", help="replace existing copies (each old one is kept aside)")
     init.add_argument("--workflows", action="store_true", help="also copy the workflows (for orchestrator mcp)")
-    mcp = commands.add_parser("mcp", help="serve the workflow server (MCP over stdio or Streamable HTTP)")
-    mcp.add_argument("--workflow-dir", metavar="DIR", help="workflow corpus (default WORKFLOW_DIR or ./workflows)")
-    mcp.add_argument("--workspace", metavar="DIR", help="project whose .engineering holds the sessions")
-    mcp.add_argument("--repo", metavar="R", help="pin sessions to one repository (owner/repo or URL)")
-    mcp.add_argument("--install-dir", metavar="D", help="server data folder (default WORKFLOW_SERVER_INSTALL_DIR)")
-    mcp.add_argument("--transport", choices=("stdio", "http"), help="MCP transport (default TRANSPORT or stdio)")
-    mcp.add_argument("--host", metavar="H", help="HTTP bind address (default HOST or 127.0.0.1)")
-    mcp.add_argument("--port", metavar="N", help="HTTP port, 0 for any free one (default PORT or 3000)")
+    from orchestrator.workflow.cli import HELP as MCP_HELP
+    from orchestrator.workflow.cli import add_mcp_arguments
+
+    add_mcp_arguments(commands.add_parser("mcp", help=MCP_HELP))
     commands.add_parser("sim-model", help="serve the simulated Responses-API model", add_help=False)
     commands.add_parser("bench", help="run a benchmark suite and validate each result", add_help=False)
     return parser
@@ -168,19 +164,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _mcp(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    """``orchestrator mcp``: the workflow server on stdio until stdin closes (stdout is the MCP wire), or on
-    Streamable HTTP (``--transport http``) until SIGTERM/SIGINT."""
-    from orchestrator.workflow.errors import WorkflowError
-    from orchestrator.workflow.settings import load_workflow_settings
+    """``orchestrator mcp`` (normally reached through ``orchestrator.__main__`` without this module)."""
+    from orchestrator.workflow.cli import run_mcp
 
-    try:
-        settings = load_workflow_settings(env, vars(args))
-    except WorkflowError as exc:
-        print(f"orchestrator mcp: invalid configuration: {exc.message}", file=sys.stderr)
-        return EXIT_CONFIG
-    from orchestrator.workflow.server import serve_main
-
-    return serve_main(settings, env, hard_exit=True)
+    return run_mcp(args, env)
 
 
 def _init(args: argparse.Namespace) -> int:

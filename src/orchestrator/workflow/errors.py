@@ -64,7 +64,8 @@ class ResourceNotFoundError(WorkflowError):
 
 class SessionStoreError(WorkflowError):
     """Session storage failures; ``code`` is one of ``INVALID_INDEX NOT_FOUND COLLISION SEAL_MISMATCH
-    WORKSPACE_INVALID FOLDER_OCCUPIED PLANNING_FOLDER_OUTSIDE_ROOT REPO_MISMATCH SESSION_CONFLICT``."""
+    WORKSPACE_INVALID FOLDER_OCCUPIED PLANNING_FOLDER_OUTSIDE_ROOT REPO_MISMATCH SESSION_CONFLICT
+    PATH_OUTSIDE_ROOT MIGRATION_FAILED``."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message, code=code)

@@ -236,6 +236,8 @@ async def run_http(
     from hypercorn.trio import serve
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from orchestrator.workflow.server import preload_corpus
+
     inner = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         json_response=True,
@@ -256,6 +258,7 @@ async def run_http(
                 return
 
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(preload_corpus, server.state)
             binds = await nursery.start(lambda task_status: serve(app, config, shutdown_trigger=shutdown_trigger,
                                                                   task_status=task_status))
             on_listening(list(binds))

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import trio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.resources import FunctionResource
 from mcp.server.stdio import stdio_server
@@ -92,6 +93,7 @@ def build_state(
     *,
     log: JsonLog | None = None,
     env: Mapping[str, str] | None = None,
+    preload: bool = True,
 ) -> ServerState:
     """The server's shared state. Raises ``WorkspaceConfigError`` for an unusable workflow dir or key.
 
@@ -131,8 +133,19 @@ def build_state(
         key=key,
         log=log,
     )
-    state.corpus()  # load once now: a broken corpus shows at startup, and the first call is fast
+    if preload:
+        state.corpus()  # load once now, so the first call is fast (``serve_main`` overlaps it with the handshake)
     return state
+
+
+async def preload_corpus(state: ServerState) -> None:
+    """Load the corpus on a worker thread while the client's ``initialize`` is answered; a call that needs
+    it first waits for this load (``CorpusCache`` holds a lock) instead of starting a second one. Bad
+    content never raises (it becomes load errors); anything else is logged and left to the first call."""
+    try:
+        await trio.to_thread.run_sync(state.corpus)
+    except Exception as exc:
+        state.log.error("corpus_preload_failed", error=_error_text(exc))
 
 
 def _error_text(exc: BaseException) -> str:
@@ -318,9 +331,14 @@ async def run_stdio(server: WorkflowMCP) -> None:
     """
     reader, writer, release = claim_stdio()
     try:
-        async with stdio_server(stdin=reader, stdout=writer) as (read_stream, write_stream):  # type: ignore[arg-type]
+        async with (
+            stdio_server(stdin=reader, stdout=writer) as (read_stream, write_stream),  # type: ignore[arg-type]
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(preload_corpus, server.state)
             lowlevel = server._lowlevel_server
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+            nursery.cancel_scope.cancel()
     finally:
         release()
 
@@ -349,7 +367,7 @@ def serve_main(settings: WorkflowSettings, env: Mapping[str, str], *, hard_exit:
         except ValueError as exc:
             return _config_error(log, str(exc))
     try:
-        state = build_state(settings, log=log, env=env)
+        state = build_state(settings, log=log, env=env, preload=False)  # loaded while the client connects
         server = build_server(state)
     except (WorkspaceConfigError, SessionStoreError) as exc:
         return _config_error(log, exc.message)

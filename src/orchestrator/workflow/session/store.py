@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 
@@ -38,6 +38,7 @@ from orchestrator.workflow.errors import SessionStoreError
 from orchestrator.workflow.session import keys
 from orchestrator.workflow.session.canonical import canonical_bytes
 from orchestrator.workflow.session.fsio import fsync_dir, make_private_dirs, write_private
+from orchestrator.workflow.session.probe import stored_indexes
 from orchestrator.workflow.session.roots import search_roots, validate_slug
 from orchestrator.workflow.session.state import SessionFile, SlotPath, find_index, replace_at, state_at, walk_sessions
 from orchestrator.workflow.settings import WorkflowSettings
@@ -96,50 +97,6 @@ def revision_of(data: bytes) -> str:
 class _Transient(NamedTuple):
     folder: Path
     slug: str | None
-
-
-class _ProbeEntry(msgspec.Struct):
-    state: _Probe | None = None
-
-
-class _Probe(msgspec.Struct, rename="camel"):
-    """Just enough of a session file to list its stored indexes (scan fast path)."""
-
-    session_index: Any = None
-    triggered_workflows: list[_ProbeEntry] = msgspec.field(default_factory=list)
-
-
-_PROBE = msgspec.json.Decoder(_Probe)
-
-
-def _probe_indexes(probe: _Probe, path: SlotPath = ()) -> Iterator[tuple[Any, SlotPath]]:
-    yield probe.session_index, path
-    for slot, entry in enumerate(probe.triggered_workflows):
-        if entry.state is not None:
-            yield from _probe_indexes(entry.state, (*path, slot))
-
-
-def _loose_indexes(obj: Any, path: SlotPath = ()) -> Iterator[tuple[Any, SlotPath]]:
-    if not isinstance(obj, dict):
-        return
-    yield obj.get("sessionIndex"), path
-    entries = obj.get("triggeredWorkflows")
-    if isinstance(entries, list):
-        for slot, entry in enumerate(entries):
-            if isinstance(entry, dict):
-                yield from _loose_indexes(entry.get("state"), (*path, slot))
-
-
-def _stored_indexes(data: bytes) -> list[tuple[Any, SlotPath]]:
-    """Every (stored index, slot path) in raw file bytes; unparseable files have none."""
-    try:
-        return list(_probe_indexes(_PROBE.decode(data)))
-    except (msgspec.MsgspecError, RecursionError):
-        pass
-    try:
-        return list(_loose_indexes(msgspec.json.decode(data)))
-    except (msgspec.MsgspecError, RecursionError):
-        return []
 
 
 class SessionStore:
@@ -411,7 +368,7 @@ class SessionStore:
                     continue
                 if needle not in data:
                     continue
-                matches.extend((Path(dirpath), path) for stored, path in _stored_indexes(data) if stored == index)
+                matches.extend((Path(dirpath), path) for stored, path in stored_indexes(data) if stored == index)
         return matches
 
     def _locate_by_scan(self, index: str) -> SessionHandle:
@@ -466,7 +423,7 @@ class SessionStore:
                 data = file.read_bytes()
             except OSError:
                 continue
-            if needle in data and any(stored == index and not path for stored, path in _stored_indexes(data)):
+            if needle in data and any(stored == index and not path for stored, path in stored_indexes(data)):
                 try:
                     slug: str | None = (file.parent / TRANSIENT_SLUG_FILE).read_text("utf-8") or None
                 except OSError:

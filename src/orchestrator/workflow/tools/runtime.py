@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -113,9 +114,14 @@ class CorpusCache:
         self._signature: str | None = None
         self._checked_at = float("-inf")
         self.generation = 0
+        self._lock = threading.Lock()  # a background preload and the first call never load twice
 
     def get(self) -> Any:
         """The current corpus, reloading first if the files changed since the last load."""
+        with self._lock:
+            return self._get()
+
+    def _get(self) -> Any:
         now = self._monotonic()
         if self._value is None or now - self._checked_at >= self._interval:
             self._checked_at = now
