@@ -131,6 +131,37 @@ class Server:
         return await self.call("start_session", workflow_id=workflow_id, planning_folder=str(folder))
 
 
+SAVE_LOOP = """
+import json, sys, time
+from pathlib import Path
+from orchestrator.workflow.session import SessionStore, load_or_create_key, new_session_file, planning_root, touch
+from orchestrator.workflow.settings import load_workflow_settings
+work, n = Path(sys.argv[1]), int(sys.argv[2])
+settings = load_workflow_settings({"WORKFLOW_WORKSPACE": str(work), "WORKFLOW_SERVER_KEY_DIR": str(work / "k"),
+                                   "TMPDIR": str(work / "t")}, {})
+store = SessionStore(settings, load_or_create_key(settings.key_dir))
+folder = planning_root(settings) / "save-bench"
+if not (folder / "session.json").exists():
+    store.write(folder, new_session_file(session_index=store.root_index(folder), workflow_id="w",
+                                         workflow_version="1.0.0", variables={"notes": "x" * 20000}))
+out = []
+for _ in range(n):
+    handle = store.open_folder(folder)
+    started = time.perf_counter()
+    store.save(handle, touch(handle.state, now=time.time()))
+    out.append(time.perf_counter() - started)
+print(json.dumps(out))
+"""
+
+
+def save_samples(src: Path, work: Path, n: int) -> list[float]:
+    """``n`` timed ``SessionStore.save`` calls (one session, ~20 KB) in a process running the code at ``src``."""
+    work.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([sys.executable, "-c", SAVE_LOOP, str(work), str(n)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(src)}, timeout=300, check=True)
+    return [float(x) for x in json.loads(done.stdout)]
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.terminate()
@@ -243,6 +274,14 @@ async def bench(root: Path, spec: tuple[str, str | None], before_src: Path | Non
         print("  session writes")
         for name, values in (await _phase(servers, writes, max(5, rounds // 4), warmup)).items():
             print(_row(name, values, labels, before))
+        saves: dict[str, list[float]] = {"before stdio": [], "after stdio": []}
+        for _turn in range(2 if rounds < 50 else 6):  # alternating batches, same machine, same moment
+            for label, src in ([("before stdio", before_src)] if before_src else []) + [("after stdio", here)]:
+                saves[label] += await trio.to_thread.run_sync(
+                    save_samples, src, workdir / f"saves-{label.replace(' ', '-')}", max(5, rounds // 6)
+                )
+        print("  in-process (no transport)")
+        print(_row("SessionStore.save", saves, labels, before))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -99,6 +99,17 @@ class _Transient(NamedTuple):
     slug: str | None
 
 
+def _write_in_place(path: Path, data: bytes) -> None:
+    """Truncate and write a small file (0600) without a temp file; the caller makes a torn one harmless."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
 class SessionStore:
     """Session folders under the configured roots plus this process's transient folders.
 
@@ -241,10 +252,11 @@ class SessionStore:
         and nothing is written. Raises ``CanonicalJsonError`` for a value with no JSON form (e.g. a NaN
         variable). ``seq``/``ts`` are the caller's (``state.touch``).
 
-        Durability: one fsync'd write per save. Only the ``session.json`` bytes are fsynced (before their
-        rename); the two seal files are small atomic renames, and one directory fsync at the end makes
-        all three renames durable together. The crash window between the renames is closed by the
-        pending seal (see ``_pending_seal_matches``).
+        Durability: one fsync'd write per save. Only ``session.json`` goes through a temp file, fsync and
+        rename; the two 64-byte seal files are written in place, which the pending seal makes safe: a torn
+        new pending seal sits beside the untouched old pair, and a torn seal beside a complete pending one
+        that signs the new bytes (see ``_pending_seal_matches``). One directory fsync at the end makes the
+        rename and the unlink durable together.
         """
         data = canonical_bytes(top)
         target = folder / SESSION_FILE
@@ -253,7 +265,9 @@ class SessionStore:
         make_private_dirs(folder)
         with self._locked(folder):
             if not exclusive and os.path.lexists(target):
-                current = self.read_revision(folder)[1]  # a failing folder is never overwritten
+                # A failing folder is never overwritten: bytes whose revision is the one the caller decoded
+                # need only their seal checked; anything else is decoded too.
+                current = revision_of(self._verified_bytes(folder)) if expected else self.read_revision(folder)[1]
                 if expected and current != expected:
                     raise SessionStoreError(
                         "SESSION_CONFLICT",
@@ -264,14 +278,18 @@ class SessionStore:
             token = keys.seal(self.key, data).encode("ascii")
             # The new seal goes down first beside the old one, so a crash between the session.json rename
             # and the seal rename leaves a folder that still verifies (see ``_pending_seal_matches``).
-            write_private(folder / PENDING_SEAL_FILE, token, durable=False)
+            pending = folder / PENDING_SEAL_FILE
+            if os.path.lexists(pending):  # left by a crash and perhaps vouching for the current bytes: replace
+                write_private(pending, token, durable=False)  # it atomically, never tear it
+            else:
+                _write_in_place(pending, token)
             try:
                 write_private(target, data, exclusive=exclusive, durable=self.durable, sync_dir=False)
             except FileExistsError:
-                (folder / PENDING_SEAL_FILE).unlink(missing_ok=True)
+                pending.unlink(missing_ok=True)
                 raise self._occupied(folder) from None
-            write_private(folder / SEAL_FILE, token, durable=False)
-            (folder / PENDING_SEAL_FILE).unlink(missing_ok=True)
+            _write_in_place(folder / SEAL_FILE, token)
+            pending.unlink(missing_ok=True)
             if self.durable:
                 fsync_dir(folder)
         self._remember(folder, top)
