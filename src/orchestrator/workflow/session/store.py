@@ -193,6 +193,25 @@ class SessionStore:
         )
 
     def _verified_bytes(self, folder: Path) -> bytes:
+        """The seal-checked bytes. Reads take no lock; a pair that does not verify may have been read while
+        another process was between its renames, so it is read once more under a shared lock (writers hold
+        the exclusive one) before it is called ``SEAL_MISMATCH``."""
+        try:
+            return self._verified_bytes_unlocked(folder)
+        except SessionStoreError as exc:
+            if exc.code != "SEAL_MISMATCH":
+                raise
+            try:
+                fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+            except OSError:
+                raise exc from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+                return self._verified_bytes_unlocked(folder)
+            finally:
+                os.close(fd)
+
+    def _verified_bytes_unlocked(self, folder: Path) -> bytes:
         try:
             data = (folder / SESSION_FILE).read_bytes()
         except FileNotFoundError:
@@ -224,9 +243,10 @@ class SessionStore:
         """The verified top-level session in ``folder``: seal checked over the raw bytes, then decoded."""
         return self.read_revision(folder)[0]
 
-    def read_revision(self, folder: Path) -> tuple[SessionFile, str]:
-        """``read`` plus the revision of the bytes read (see ``revision_of``)."""
-        data = self._verified_bytes(folder)
+    def read_revision(self, folder: Path, *, holding_lock: bool = False) -> tuple[SessionFile, str]:
+        """``read`` plus the revision of the bytes read (see ``revision_of``). ``holding_lock``: the caller
+        holds the folder's exclusive lock (no writer can be mid-way; no second lock is taken)."""
+        data = self._verified_bytes_unlocked(folder) if holding_lock else self._verified_bytes(folder)
         try:
             return _DECODER.decode(data), revision_of(data)
         except (msgspec.MsgspecError, RecursionError, ValueError) as exc:
@@ -267,7 +287,11 @@ class SessionStore:
             if not exclusive and os.path.lexists(target):
                 # A failing folder is never overwritten: bytes whose revision is the one the caller decoded
                 # need only their seal checked; anything else is decoded too.
-                current = revision_of(self._verified_bytes(folder)) if expected else self.read_revision(folder)[1]
+                current = (
+                    revision_of(self._verified_bytes_unlocked(folder))
+                    if expected
+                    else self.read_revision(folder, holding_lock=True)[1]
+                )
                 if expected and current != expected:
                     raise SessionStoreError(
                         "SESSION_CONFLICT",
