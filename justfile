@@ -84,7 +84,7 @@ log-window *ARGS:
 mcp-bench *ARGS:
     {{py}} bench/mcp_calls.py {{ARGS}}
 
-# the workflow server (MCP over stdio) on the project's own workflows/: just mcp --workspace DIR
+# the workflow server (MCP over stdio, or --transport http) on the project's own workflows/: just mcp --workspace DIR
 mcp *ARGS:
     {{py}} -m orchestrator mcp {{ARGS}}
 
