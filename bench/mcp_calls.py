@@ -236,8 +236,9 @@ async def bench(root: Path, spec: tuple[str, str | None], before_src: Path | Non
         return lambda: Server(label, src, transport, root, workdir / f"{label.replace(' ', '-')}-{next(counter)}")
 
     init: dict[str, list[float]] = {label: [] for label in labels}
-    for label, src, transport in plan:
-        init[label] += await _initialize_samples(maker(label, src, transport), init_samples)
+    for sample in range(init_samples):  # interleaved, order alternating: the load on the machine drifts
+        for label, src, transport in plan if sample % 2 == 0 else list(reversed(plan)):
+            init[label] += await _initialize_samples(maker(label, src, transport), 1)
     async with AsyncExitStack() as stack:
         servers = [maker(label, src, transport)() for label, src, transport in plan]
         for server in servers:
