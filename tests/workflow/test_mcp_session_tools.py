@@ -323,6 +323,21 @@ def test_a_planning_folder_that_resolves_outside_its_root_is_refused(mcp: McpPro
     assert list(outside.iterdir()) == []
 
 
+def test_a_session_folder_outside_the_roots_is_not_opened(mcp: McpProcess, tmp_path: Path) -> None:
+    """Resume by path looks only where sessions live: outside, a folder with a session.json and a folder
+    with nothing get the same refusal (no SEAL_MISMATCH that would tell a file is there)."""
+    index, folder = start(mcp, workflow_id="bug-fix")
+    copy = tmp_path / "elsewhere" / "copied"
+    copy.mkdir(parents=True)
+    for name in ("session.json", ".session-token"):
+        (copy / name).write_bytes((folder / name).read_bytes())
+    empty = tmp_path / "elsewhere" / "empty"
+    texts = [mcp.err("start_session", workflow_id="bug-fix", planning_folder=str(path)) for path in (copy, empty)]
+    assert all(text.startswith("PLANNING_FOLDER_OUTSIDE_ROOT: ") for text in texts), texts
+    assert texts[0].replace(str(copy), "<p>") == texts[1].replace(str(empty), "<p>")
+    assert mcp.ok("start_session", planning_folder=str(folder)).parsed["session_index"] == index
+
+
 def test_a_group_readable_key_stops_the_server_naming_the_fix(tmp_path: Path) -> None:
     keys = tmp_path / "keys"
     keys.mkdir()

@@ -30,12 +30,15 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from orchestrator.workflow.settings import WorkflowSettings
 from orchestrator.workflow.tools.context import ServerState
+
+if TYPE_CHECKING:
+    from orchestrator.workflow.server import WorkflowMCP
 
 __all__ = ["HttpGuard", "build_http_app", "guard_from_env", "is_loopback", "readiness", "run_http"]
 
@@ -229,7 +232,7 @@ def build_http_app(inner: ASGIApp, guard: HttpGuard, state: ServerState) -> ASGI
 
 
 async def run_http(
-    server: Any, settings: WorkflowSettings, guard: HttpGuard, on_listening: Callable[[list[str]], None]
+    server: WorkflowMCP, settings: WorkflowSettings, guard: HttpGuard, on_listening: Callable[[list[str]], None]
 ) -> None:
     """Serve until SIGTERM/SIGINT, then drain (hypercorn's graceful timeout, 10 s)."""
     from hypercorn.config import Config

@@ -27,7 +27,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -39,6 +39,9 @@ from orchestrator.workflow.session.state import (
     iso_utc,
     new_history,
 )
+
+if TYPE_CHECKING:
+    from orchestrator.workflow.session.store import SessionStore
 
 __all__ = ["LEGACY_BACKUP_SUFFIX", "LEGACY_FILE", "LEGACY_TOKEN_BACKUP", "legacy_session", "migrate_folder"]
 
@@ -132,7 +135,7 @@ def legacy_session(
     )
 
 
-def migrate_folder(store: Any, folder: Path, *, now: float | None = None) -> bool:
+def migrate_folder(store: SessionStore, folder: Path, *, now: float | None = None) -> bool:
     """Migrate ``folder`` if it holds ``workflow-state.json`` and no ``session.json``; returns whether it did.
 
     ``store`` is the ``SessionStore`` (it computes the index and writes the sealed pair). The old token is

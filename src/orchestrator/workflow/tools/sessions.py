@@ -37,6 +37,7 @@ from orchestrator.workflow.session.roots import (
     projects_roots,
     to_server_path,
     validate_slug,
+    working_roots,
 )
 from orchestrator.workflow.session.state import new_session_file, touch
 from orchestrator.workflow.session.store import SESSION_FILE, SessionHandle, revision_of
@@ -213,11 +214,13 @@ def start_session(call: ToolCall) -> ToolResult:
         if not os.path.isabs(raw):
             raise ParameterError(f"planning_folder '{raw}' must be an absolute path")
         folder = Path(to_server_path(raw, settings))
-        migrated = False
-        if is_within(folder, state.store.search_roots()):  # a legacy folder is converted only where sessions live
-            migrated = migrate_folder(state.store, folder, now=state.now())
-        if (folder / SESSION_FILE).exists():
-            return _resume(call, state.store.open_folder(folder), repo, migrated=migrated)
+        # Only folders where sessions live are looked at: elsewhere the answer is the new-folder refusal
+        # below, whatever is on the disk there (a refusal never tells what exists outside the roots).
+        session_roots = state.store.search_roots()
+        if is_within(folder, [*session_roots, *working_roots(settings), settings.tmp_dir]):
+            migrated = is_within(folder, session_roots) and migrate_folder(state.store, folder, now=state.now())
+            if (folder / SESSION_FILE).exists():
+                return _resume(call, state.store.open_folder(folder), repo, migrated=migrated)
         moved = _resume_fallback(state, folder)
         if moved is not None:
             return _resume(call, state.store.open_folder(moved), repo)
