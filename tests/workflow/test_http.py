@@ -159,3 +159,37 @@ def test_guard_rules() -> None:
     assert not guard.origin_allowed("http://127.0.0.1:10", "127.0.0.1:9", "http")
     assert not guard.origin_allowed("http://evil.example", "evil.example", "http")
     assert guard.host_allowed("[::1]:5") is False and guard.host_allowed("localhost:5")
+
+
+def _server_cmd(tmp_path: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+    import os
+    import sys
+
+    from tests.workflow.conftest import REPO
+
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO / "src"),
+           "WORKFLOW_WORKSPACE": str(tmp_path), "WORKFLOW_SERVER_KEY_DIR": str(tmp_path / "k")}
+    return [sys.executable, "-m", "orchestrator", "mcp", "--transport", "http", *args], env
+
+
+def test_sigterm_drains_and_exits_0_and_a_taken_port_exits_2(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.workflow.conftest import stop_process, wait_listening
+
+    cmd, env = _server_cmd(tmp_path, "--port", "0")
+    log = tmp_path / "first.log"
+    with log.open("wb") as errlog:
+        first = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=errlog)
+    try:
+        url = wait_listening(first, log)
+        port = url.rsplit(":", 1)[1].split("/", 1)[0]
+        taken_cmd, taken_env = _server_cmd(tmp_path, "--port", port)
+        taken = subprocess.run(taken_cmd, env=taken_env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                               stdin=subprocess.DEVNULL)
+        assert taken.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in taken.stderr
+    finally:
+        code = stop_process(first)
+    assert code == 0
+    assert '"server_stopped"' in log.read_text()

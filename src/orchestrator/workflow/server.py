@@ -343,6 +343,13 @@ async def run_stdio(server: WorkflowMCP) -> None:
         release()
 
 
+def _first_os_error(group: BaseExceptionGroup[BaseException]) -> OSError | None:
+    matched = group.split(OSError)[0]
+    while isinstance(matched, BaseExceptionGroup):
+        matched = matched.exceptions[0]
+    return matched if isinstance(matched, OSError) else None
+
+
 def _config_error(log: JsonLog, message: str) -> int:
     print(f"orchestrator mcp: invalid configuration: {message}", file=sys.stderr, flush=True)
     log.error("config_error", error=message)
@@ -395,6 +402,11 @@ def serve_main(settings: WorkflowSettings, env: Mapping[str, str], *, hard_exit:
         return 130
     except OSError as exc:  # e.g. the port is taken
         return _config_error(log, f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}")
+    except BaseExceptionGroup as group:  # the same, raised inside the HTTP server's nursery
+        found = _first_os_error(group)
+        if found is None:
+            raise
+        return _config_error(log, f"cannot listen on {settings.host}:{settings.port}: {found.strerror or found}")
     log.info("server_stopped")
     if hard_exit:
         sys.stdout.flush()
