@@ -14,7 +14,7 @@ import os
 import secrets
 from pathlib import Path
 
-__all__ = ["DIR_MODE", "FILE_MODE", "fsync_dir", "make_private_dirs", "write_private"]
+__all__ = ["DIR_MODE", "FILE_MODE", "fsync_dir", "make_private_dirs", "write_in_place", "write_private"]
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -100,3 +100,13 @@ def write_private(
         tmp.unlink(missing_ok=True)
     if durable and sync_dir:
         fsync_dir(path.parent)
+
+
+def write_in_place(path: Path, data: bytes) -> None:
+    """Truncate and write a small file (0600 when new) without a temp file: *not* atomic — a reader or a
+    crash may see it empty or torn, which the caller must make harmless (the session store's pending seal)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    try:
+        _write_fd(fd, data, durable=False)
+    finally:
+        os.close(fd)

@@ -37,7 +37,7 @@ import msgspec
 from orchestrator.workflow.errors import SessionStoreError
 from orchestrator.workflow.session import keys
 from orchestrator.workflow.session.canonical import canonical_bytes
-from orchestrator.workflow.session.fsio import fsync_dir, make_private_dirs, write_private
+from orchestrator.workflow.session.fsio import fsync_dir, make_private_dirs, write_in_place, write_private
 from orchestrator.workflow.session.probe import stored_indexes
 from orchestrator.workflow.session.roots import search_roots, validate_slug
 from orchestrator.workflow.session.state import SessionFile, SlotPath, find_index, replace_at, state_at, walk_sessions
@@ -97,17 +97,6 @@ def revision_of(data: bytes) -> str:
 class _Transient(NamedTuple):
     folder: Path
     slug: str | None
-
-
-def _write_in_place(path: Path, data: bytes) -> None:
-    """Truncate and write a small file (0600) without a temp file; the caller makes a torn one harmless."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
 
 
 class SessionStore:
@@ -306,13 +295,13 @@ class SessionStore:
             if os.path.lexists(pending):  # left by a crash and perhaps vouching for the current bytes: replace
                 write_private(pending, token, durable=False)  # it atomically, never tear it
             else:
-                _write_in_place(pending, token)
+                write_in_place(pending, token)
             try:
                 write_private(target, data, exclusive=exclusive, durable=self.durable, sync_dir=False)
             except FileExistsError:
                 pending.unlink(missing_ok=True)
                 raise self._occupied(folder) from None
-            _write_in_place(folder / SEAL_FILE, token)
+            write_in_place(folder / SEAL_FILE, token)
             pending.unlink(missing_ok=True)
             if self.durable:
                 fsync_dir(folder)
