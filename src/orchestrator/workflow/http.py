@@ -136,7 +136,7 @@ def _writable_dir(path: Path) -> bool:
 
 def readiness(state: ServerState) -> tuple[bool, dict[str, Any]]:
     """``(ready, checks)``: the corpus loads with at least one workflow, the key directory is writable,
-    and the workspace (when configured) is a directory."""
+    and the workspace and the engineering directory (when configured) are directories."""
     settings = state.settings
     checks: dict[str, Any] = {}
     try:
@@ -147,6 +147,8 @@ def readiness(state: ServerState) -> tuple[bool, dict[str, Any]]:
     checks["sessionKeyWritable"] = _writable_dir(settings.key_dir)
     if settings.workspace is not None:
         checks["workspaceDir"] = settings.workspace.is_dir()
+    if settings.engineering_dir is not None:
+        checks["engineeringDir"] = settings.engineering_dir.is_dir()
     return all(checks.values()), checks
 
 
