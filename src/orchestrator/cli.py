@@ -1,5 +1,5 @@
-"""The ``orchestrator`` command: ``serve``, ``run``, ``resume``, ``demo``, ``check``, ``init``, ``mcp``, ``bench``,
-``sim-model``; ``orchestrator --version`` prints the package version.
+"""The ``orchestrator`` command: ``serve``, ``run``, ``resume``, ``demo``, ``check``, ``init``, ``token``, ``mcp``,
+``bench``, ``sim-model``; ``orchestrator --version`` prints the package version.
 
 Exit codes: 0 success; 1 the run ended ``error`` / ``needs_clarification``; 2 invalid configuration or
 usage; 130 interrupted by a signal.
@@ -87,6 +87,12 @@ def _add_serve_args(parser: argparse.ArgumentParser) -> None:
         help="port to bind (default 8765, clear of llama-server's 8080; 0 picks a free one)",
     )
     parser.add_argument("--port-file", metavar="PATH", help="write the bound port here once listening")
+    parser.add_argument(
+        "--no-token",
+        action="store_true",
+        help="serve without the access token (loopback binds only; also ORCHESTRATOR_NO_TOKEN=1) — any local "
+        "program can then drive the API",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("directory", nargs="?", default=".", metavar="DIR", help="the workspace (default .)")
     init.add_argument("--force", action="store_true", help="replace existing copies (each old one is kept aside)")
     init.add_argument("--workflows", action="store_true", help="also copy the workflows (for orchestrator mcp)")
+    token = commands.add_parser("token", help="print the access token `serve` requires for a workspace")
+    token.add_argument("--workspace", metavar="DIR", default=".", help="the directory serve works in (default .)")
     from orchestrator.workflow.cli import HELP as MCP_HELP
     from orchestrator.workflow.cli import add_mcp_arguments
 
@@ -146,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         return _mcp(args, env)
     if args.command == "init":
         return _init(args)
+    if args.command == "token":
+        return _token(args, env)
     try:
         if args.command == "check":
             return trio.run(_check, args, env)
@@ -193,6 +203,25 @@ def _init(args: argparse.Namespace) -> int:
         f"orchestrator init: `orchestrator check --workspace {directory}` shows them in use; "
         f"`orchestrator serve --workspace {directory}` serves with them"
     )
+    return EXIT_OK
+
+
+def _token(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``orchestrator token``: ORCHESTRATOR_TOKEN when set, else the workspace's token (created when missing,
+    so the next ``serve`` there uses the same one)."""
+    from orchestrator.service.token import resolve_token
+
+    workspace = Path(args.workspace).resolve()
+    if not workspace.is_dir():
+        print(f"orchestrator: --workspace {workspace}: not a directory", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        source = resolve_token(workspace, env)
+    except ConfigError as exc:
+        _print_problems(exc)
+        return EXIT_CONFIG
+    print(source.token)
+    print(f"orchestrator: from {source.origin}; open http://HOST:PORT/?token=<this token>", file=sys.stderr)
     return EXIT_OK
 
 
@@ -323,6 +352,7 @@ async def _serve(args: argparse.Namespace, env: Mapping[str, str], initial_task:
         deployment=args.deployment,
         env=env,
         initial_task=initial_task,
+        no_token=args.no_token,
     )
 
 

@@ -44,13 +44,16 @@ def write_config(directory: Path, api_base: str, roles: Mapping[str, list[str]],
 class Server:
     """A running ``orchestrator serve``: its process, base URL, workspace, and an HTTP client."""
 
-    def __init__(self, process: trio.Process, base_url: str, workspace: Path, stderr_path: Path) -> None:
+    def __init__(self, process: trio.Process, base_url: str, workspace: Path, stderr_path: Path, token: str) -> None:
         self.process = process
         self.base_url = base_url
         self.ws_url = base_url.replace("http://", "ws://", 1) + "/ws/stream"
         self.workspace = workspace
         self.stderr_path = stderr_path
-        self.http = httpx.AsyncClient(base_url=base_url, timeout=20)
+        self.token = token
+        #: what every authenticated request carries (the WebSocket handshake too: ``extra_headers=``)
+        self.auth_headers = [("Authorization", f"Bearer {token}")]
+        self.http = httpx.AsyncClient(base_url=base_url, timeout=20, headers=dict(self.auth_headers))
 
     def stderr(self) -> str:
         try:
@@ -188,7 +191,8 @@ async def serve_process(
             text = stderr_path.read_text(errors="replace")
             raise AssertionError(f"serve did not write its port file (exit {process.returncode}):\n{text}")
         port = int(port_file.read_text())
-        server = Server(process, f"http://127.0.0.1:{port}", workspace, stderr_path)
+        token = server_token(workspace, env)
+        server = Server(process, f"http://127.0.0.1:{port}", workspace, stderr_path, token)
         yield server
     finally:
         if server is not None:
@@ -197,6 +201,15 @@ async def serve_process(
             process.kill()
             with trio.move_on_after(10):
                 await process.wait()
+
+
+def server_token(workspace: Path, env: Mapping[str, str] | None = None) -> str:
+    """The token a server on ``workspace`` requires: ``ORCHESTRATOR_TOKEN`` when the test set it, else the
+    token file the server created (read as the product's users do, via the file)."""
+    configured = (env or {}).get("ORCHESTRATOR_TOKEN")
+    if configured:
+        return configured
+    return (workspace / ".orchestration" / "token").read_text().strip()
 
 
 def queue_file(workspace: Path) -> Any:

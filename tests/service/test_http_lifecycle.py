@@ -60,7 +60,7 @@ async def test_the_title_is_served_and_sigterm_when_idle_exits_0(tmp_path: Path)
             assert (health.status_code, health.json()) == (200, {"ok": True})
             response = await server.get("/api/x")
             assert (response.status_code, response.json()) == (404, {"ok": False, "error": "not_found"})
-            async with open_websocket_url(server.ws_url) as ws:
+            async with open_websocket_url(server.ws_url, extra_headers=server.auth_headers) as ws:
                 await ws.send_message(json.dumps({"type": "subscribe", "runId": "run-20000101-000000"}))
                 assert json.loads(await ws.get_message())["type"] == "subscribed"
                 await server.http.aclose()

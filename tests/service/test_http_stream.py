@@ -59,7 +59,7 @@ async def _raw_subscriber(server: Server, run_id: str, got_delta: trio.Event) ->
     await stream.send_all(
         (
             f"GET /ws/stream HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer {server.token}\r\n\r\n"
         ).encode()
     )
     received = b""
@@ -81,7 +81,11 @@ async def test_deltas_stream_for_the_subscribed_run_and_restart_on_a_retried_att
         guild, deployment = write_config(tmp_path, sim.base_url, ROLES)
         env = {"ORCHESTRATOR_STALL_IDLE_SECONDS": "0.5"}
         async with serve_process(tmp_path, guild=guild, deployment=deployment, env=env) as server:
-            async with open_websocket_url(server.ws_url) as ws, open_websocket_url(server.ws_url) as switcher:
+            auth = server.auth_headers
+            async with (
+                open_websocket_url(server.ws_url, extra_headers=auth) as ws,
+                open_websocket_url(server.ws_url, extra_headers=auth) as switcher,
+            ):
                 # Malformed and unknown messages are ignored: the first thing back is the ack.
                 for junk in ("not json", "[1, 2]", '{"type": "subscribe"}', '{"type": "subscribe", "runId": 7}'):
                     await ws.send_message(junk)

@@ -68,6 +68,7 @@ def browser() -> Iterator[Browser]:
 def page(browser: Browser, ui_service: UiService) -> Iterator[Page]:
     context = browser.new_context(base_url=ui_service.base_url, viewport={"width": 1280, "height": 860})
     context.set_default_timeout(EXPECT_TIMEOUT_MS)
+    context.add_cookies([ui_service.auth_cookie()])  # what following the printed ?token= link leaves behind
     page = context.new_page()
     errors = record_errors(page)
     try:

@@ -150,13 +150,27 @@ def _kill(process: subprocess.Popen[bytes] | None) -> None:
 class UiService:
     """A running ``serve`` + sim pair: URLs, workspace, a sync HTTP client and condition polling."""
 
-    def __init__(self, base_url: str, sim_root: str, workspace: Path, directory: Path, server_log: Path) -> None:
+    def __init__(
+        self, base_url: str, sim_root: str, workspace: Path, directory: Path, server_log: Path, token: str
+    ) -> None:
         self.base_url = base_url
         self.sim_root = sim_root
         self.workspace = workspace
         self.directory = directory
         self.server_log = server_log
-        self.http = httpx.Client(base_url=base_url, timeout=20)
+        self.token = token
+        self.http = httpx.Client(base_url=base_url, timeout=20, headers={"Authorization": f"Bearer {token}"})
+
+    def auth_cookie(self) -> dict[str, Any]:
+        """The cookie ``GET /?token=…`` would set, for a Playwright context's ``add_cookies``."""
+        port = self.base_url.rsplit(":", 1)[1]
+        return {
+            "name": f"orchestrator_token_{port}",
+            "value": self.token,
+            "url": self.base_url,
+            "httpOnly": True,
+            "sameSite": "Strict",
+        }
 
     # --- the sim ------------------------------------------------------------------------------------
 
@@ -283,7 +297,8 @@ def start_ui_service(
                 _kill(server)  # the reserved port was taken meanwhile: try another
                 continue
             served = _wait_port(server, server_port, server_log, "serve")
-            service = UiService(f"http://127.0.0.1:{served}", sim_root, workspace, directory, server_log)
+            token = child_env.get("ORCHESTRATOR_TOKEN") or (workspace / ".orchestration" / "token").read_text().strip()
+            service = UiService(f"http://127.0.0.1:{served}", sim_root, workspace, directory, server_log, token)
             break
         assert service is not None
         yield service
@@ -321,12 +336,22 @@ def record_errors(page: Any) -> list[str]:
 
     page.on("console", on_console)
     page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+    # every Content-Security-Policy violation fails the test too (Chromium also logs most as console errors)
+    page.add_init_script(_CSP_LISTENER)
     return errors
+
+
+_CSP_LISTENER = """
+document.addEventListener("securitypolicyviolation", (e) => {
+  const where = `${e.sourceFile}:${e.lineNumber}`;
+  console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI || "inline"} at ${where}`);
+});
+"""
 
 
 def unexpected_errors(page: Any, errors: list[str]) -> list[str]:
     allowed: list[re.Pattern[str]] = getattr(page, _ALLOWED, [])
-    return [e for e in errors if not any(p.search(e) for p in allowed)]
+    return [e for e in errors if "CSP violation" in e or not any(p.search(e) for p in allowed)]
 
 
 class Shots:

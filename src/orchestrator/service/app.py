@@ -8,14 +8,17 @@ parse, call and encode.
 
 from __future__ import annotations
 
+import re
+import sys
+import traceback
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
 import msgspec
-import trio
-from quart import Response, request, websocket
+from quart import Response, request
 from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException
 
 from orchestrator.engine.effort import EFFORT_TIERS
 from orchestrator.engine.runfolder import RunIdCollision, read_meta, runs_root
@@ -25,8 +28,9 @@ from orchestrator.projectsettings import ProjectSettings, read_project_settings,
 from orchestrator.runlog.writer import utc_timestamp
 from orchestrator.service import queue as q
 from orchestrator.service.core import RunInProgress, Service
-from orchestrator.service.hub import frames
+from orchestrator.service.perimeter import Perimeter, Policy
 from orchestrator.service.runindex import RunIndexes
+from orchestrator.service.stream import StreamLimits, register_stream
 from orchestrator.service.views import (
     event_detail,
     latest_run_id,
@@ -43,6 +47,8 @@ __all__ = ["create_app"]
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
 LOG_LEVELS = ("full", "standard")
+#: A static asset's name: one plain file name (no path, no dot-file, no NUL or odd characters).
+_STATIC_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}")
 
 
 def _json(value: Any, status: int = 200) -> Response:
@@ -80,7 +86,7 @@ def flow_window(value: str | None) -> int | None:
     absent or anything else → ``FLOW_WINDOW`` (lenient, like the log window's parameters)."""
     if value == "all":
         return None
-    if value is not None and value.isdigit() and int(value) > 0:
+    if value is not None and value.isascii() and value.isdigit() and 0 < len(value) <= 9 and int(value) > 0:
         return int(value)
     return FLOW_WINDOW
 
@@ -89,8 +95,10 @@ def _static(name: str) -> bytes:
     return resources.files("orchestrator.web").joinpath("static", name).read_bytes()
 
 
-def create_app(service: Service) -> QuartTrio:
-    """Build the app for ``service`` (no module-level app, no globals)."""
+def create_app(service: Service, policy: Policy | None = None, limits: StreamLimits | None = None) -> QuartTrio:
+    """Build the app for ``service`` (no module-level app, no globals). ``policy`` puts the perimeter
+    (Host, Origin, token, JSON-only, security headers) in front of every route; ``None`` leaves it off
+    (the benchmark's baseline and a few in-process tests)."""
     app = QuartTrio(__name__, static_folder=None)
     indexes = RunIndexes(runs_root(service.workspace))
 
@@ -115,7 +123,7 @@ def create_app(service: Service) -> QuartTrio:
 
     @app.get("/static/<path:name>")
     async def static_asset(name: str) -> Response:
-        if "/" in name or name.startswith("."):
+        if not _STATIC_NAME.fullmatch(name):
             return _error("not_found", 404)
         try:
             data = _static(name)
@@ -411,51 +419,7 @@ def create_app(service: Service) -> QuartTrio:
         except (KeyError, IndexError):
             return _error("not_found", 404)
 
-    # --- the live stream ---------------------------------------------------------------------------
-
-    @app.websocket("/ws/stream")
-    async def stream() -> None:
-        subscription = service.hub.subscribe()
-        try:
-            async with trio.open_nursery() as nursery:
-
-                async def forward() -> None:
-                    async for first in subscription.receive:
-                        batch = [first]
-                        while True:  # whatever else is already buffered goes out merged
-                            try:
-                                batch.append(subscription.receive.receive_nowait())
-                            except (trio.WouldBlock, trio.EndOfChannel):
-                                break
-                        for message, text in frames(batch, _encoder):
-                            if message.run_id == subscription.run_id:  # not a leftover of a replaced subscription
-                                await websocket.send(text)
-                    nursery.cancel_scope.cancel()  # dropped as too slow: close the socket
-
-                async def close_when_stopping() -> None:
-                    # hypercorn never closes a WebSocket politely (the client would see 1006 after the
-                    # graceful timeout, which also holds the exit): say "going away" ourselves.
-                    await service.stopping.wait()
-                    await websocket.close(1001, "server shutting down")
-                    nursery.cancel_scope.cancel()
-
-                nursery.start_soon(forward)
-                nursery.start_soon(close_when_stopping)
-                while True:
-                    message = await websocket.receive()
-                    try:
-                        parsed = _decoder.decode(message)
-                    except (msgspec.DecodeError, RecursionError, TypeError):
-                        continue
-                    if (
-                        isinstance(parsed, dict)
-                        and parsed.get("type") == "subscribe"
-                        and isinstance(parsed.get("runId"), str)
-                    ):
-                        subscription.run_id = parsed["runId"]
-                        await websocket.send(_encoder.encode({"type": "subscribed", "runId": parsed["runId"]}).decode())
-        finally:
-            subscription.close()
+    register_stream(app, service, limits or StreamLimits())
 
     # --- fallbacks ----------------------------------------------------------------------------------
 
@@ -471,6 +435,25 @@ def create_app(service: Service) -> QuartTrio:
     async def not_allowed(_: Exception) -> Response:
         return _error("not_found", 404)
 
+    @app.errorhandler(HTTPException)
+    async def http_error(exc: HTTPException) -> Response:
+        status = exc.code if isinstance(exc.code, int) and 400 <= exc.code < 500 else 400
+        return _error({413: "too_large", 415: "unsupported_media_type"}.get(status, "invalid_request"), status)
+
+    @app.errorhandler(Exception)
+    async def internal_error(exc: Exception) -> Response:
+        if isinstance(exc, HTTPException) and exc.code is not None and exc.code < 500:
+            return await http_error(exc)
+        where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+        at = f" at {where[0].filename}:{where[0].lineno}" if where else ""
+        print(
+            f"orchestrator: internal error on {request.method} {request.path!r}: {type(exc).__name__}{at}",
+            file=sys.stderr,
+        )
+        return _error("internal_error", 500)
+
+    if policy is not None:
+        app.asgi_app = Perimeter(app.asgi_app, policy)  # type: ignore[method-assign]
     return app
 
 

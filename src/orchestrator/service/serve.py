@@ -28,8 +28,11 @@ from orchestrator.llm import timeouts_from_env
 from orchestrator.service.app import create_app
 from orchestrator.service.core import Service
 from orchestrator.service.errorpage import create_error_app
+from orchestrator.service.perimeter import Perimeter, is_loopback, policy_from_env
+from orchestrator.service.stream import stream_limits_from_env
+from orchestrator.service.token import NO_TOKEN_ENV, resolve_token
 
-__all__ = ["DEFAULT_TITLE", "build_info", "serve_main"]
+__all__ = ["DEFAULT_TITLE", "bind_warnings", "build_info", "serve_main"]
 
 DEFAULT_TITLE = "Adaptive Orchestrator"
 EXIT_OK, EXIT_CONFIG, EXIT_BUSY = 0, 2, 130
@@ -45,6 +48,38 @@ def build_info() -> dict[str, str | None] | None:
     return {k: v for k, v in {"sha": info.get("sha"), "builtAt": info.get("builtAt")}.items() if v}
 
 
+def bind_warnings(host: str) -> list[str]:
+    """What to say at start when ``host`` is not loopback: the API runs shell commands for whoever holds
+    the token, and the token travels in clear over plain HTTP."""
+    if is_loopback(host):
+        return []
+    return [
+        f"binding {host}, which is reachable beyond this machine. Whoever reaches this port with the token "
+        "can make the orchestrator run commands as this user; over plain HTTP the token can be sniffed on the "
+        "network. Prefer --host 127.0.0.1 (in a container: publish the port as -p 127.0.0.1:PORT:80), or put "
+        "a TLS proxy in front and list its name in ORCHESTRATOR_ALLOWED_HOSTS."
+    ]
+
+
+def _token(workspace: Path, host: str, env: Mapping[str, str], *, no_token: bool) -> str | None:
+    """The token the perimeter requires; ``None`` when turned off (only ever on a loopback bind)."""
+    if no_token or env.get(NO_TOKEN_ENV, "").strip() in ("1", "true", "yes"):
+        if not is_loopback(host):
+            raise ConfigError(
+                f"the token can be turned off (--no-token / {NO_TOKEN_ENV}) only on a loopback bind, not on {host}"
+            )
+        for _ in range(2):
+            print(
+                "orchestrator: WARNING: THE TOKEN IS OFF — any program or user on this machine can reach the API "
+                "and make it run commands as you. Only the Host and Origin checks still stand.",
+                file=sys.stderr,
+            )
+        return None
+    if not workspace.is_dir():
+        raise ConfigError(f"--workspace {workspace}: not a directory")
+    return resolve_token(workspace, env).token
+
+
 def _config(host: str, port: int) -> Config:
     config = Config()
     config.bind = [f"{host}:{port}"]
@@ -55,8 +90,10 @@ def _config(host: str, port: int) -> Config:
     return config
 
 
-def _announce(binds: list[str], port_file: Path | None) -> None:
-    print(f"orchestrator: serving on {binds[0]} — open it in a browser; Ctrl-C stops", file=sys.stderr, flush=True)
+def _announce(binds: list[str], port_file: Path | None, token: str | None = None) -> None:
+    link = f"{binds[0]}/?token={token}" if token is not None else binds[0]
+    print(f"orchestrator: serving on {binds[0]} — Ctrl-C stops", file=sys.stderr)
+    print(f"orchestrator: open {link}", file=sys.stderr, flush=True)
     if port_file is not None:
         port = binds[0].rsplit(":", 1)[1]
         atomic_write(port_file, port.encode(), durable=False)
@@ -72,12 +109,17 @@ async def serve_main(
     deployment: str | None,
     env: Mapping[str, str],
     initial_task: str | None = None,
+    no_token: bool = False,
 ) -> int:
     """Serve until SIGINT/SIGTERM; the exit code says how it ended (0 idle, 130 busy, 2 bad config)."""
     title = env.get("ORCHESTRATOR_TITLE") or DEFAULT_TITLE
+    for line in bind_warnings(host):
+        print(f"orchestrator: WARNING: {line}", file=sys.stderr)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         paths = locate_config(guild, deployment, env, workspace)
         try:
+            token = _token(workspace, host, env, no_token=no_token)
+            limits = stream_limits_from_env(env)
             settings = await probe_model(load_config(paths, env))
             timeouts = timeouts_from_env(env)
             wind_down = wind_down_seconds(env)
@@ -88,7 +130,9 @@ async def serve_main(
                 print(f"orchestrator: {note}", file=sys.stderr)
             for problem in exc.problems:
                 print(f"orchestrator: invalid configuration: {problem}", file=sys.stderr)
+            # the error page takes no action and shows no run data: Host/Origin checks and headers, no token
             app = create_error_app(exc.problems, title)
+            app.asgi_app = Perimeter(app.asgi_app, policy_from_env(None, host, env), inline_styles=True)  # type: ignore[method-assign]
             async with trio.open_nursery() as nursery:
                 trigger = signals.__anext__
                 _announce(
@@ -98,7 +142,7 @@ async def serve_main(
         for note in settings.notes:
             print(f"orchestrator: {note}", file=sys.stderr)
         service = Service(settings, workspace, timeouts=timeouts, title=title, build=build_info())
-        app = create_app(service)
+        app = create_app(service, policy_from_env(token, host, env), limits)
         busy = False
         second_signal = trio.Event()
 
@@ -123,7 +167,7 @@ async def serve_main(
 
             service.attach(service_nursery)
             await service.start()
-            _announce(await service_nursery.start(serving), port_file)
+            _announce(await service_nursery.start(serving), port_file, token)
             if initial_task is not None:
                 await service.submit_initial(initial_task)
         return EXIT_BUSY if busy else EXIT_OK

@@ -51,6 +51,8 @@ __all__ = [
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 _DIGITS = re.compile(r"[0-9]+")
+#: Longer digit strings are not parsed (Python refuses int() past 4,300 digits; no log is that long).
+_MAX_DIGITS = 18
 
 
 # --- run folders (the only I/O) ----------------------------------------------------------------------
@@ -300,7 +302,9 @@ class WindowParams(NamedTuple):
 
 
 def _non_negative(value: str | None, default: int) -> int:
-    return int(value) if value is not None and _DIGITS.fullmatch(value) else default
+    if value is None or not _DIGITS.fullmatch(value):
+        return default
+    return int(value) if len(value) <= _MAX_DIGITS else 10**_MAX_DIGITS  # huge: past any end
 
 
 def parse_window_params(query: Mapping[str, str]) -> WindowParams:
@@ -400,7 +404,7 @@ def event_detail(
     left out; ``detailSections`` is null when none is present.
     """
     if isinstance(index, str):
-        if not _DIGITS.fullmatch(index):
+        if not _DIGITS.fullmatch(index) or len(index) > _MAX_DIGITS:
             return None
         index = int(index)
     if not 0 <= index < len(events):

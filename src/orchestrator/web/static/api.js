@@ -26,6 +26,11 @@ const MESSAGES = {
   status_forbidden: "That item's status no longer allows this change.",
   shutting_down: "The server is shutting down and accepts no new runs.",
   no_run: "There is no run yet.",
+  unauthorized: "Access token missing or wrong: open the link `orchestrator serve` printed at start (or run `orchestrator token`).",
+  forbidden_origin: "The server refused a request from this page's origin.",
+  forbidden_host: "The server refused the address it was reached at (see ORCHESTRATOR_ALLOWED_HOSTS).",
+  unsupported_media_type: "The server accepts JSON bodies only.",
+  internal_error: "The server failed on this request; its log says more.",
   unreachable: "The server could not be reached.",
 };
 
@@ -64,6 +69,9 @@ export function createApi({ onReachable = () => {} } = {}) {
     }
     if (!response.ok) {
       const code = data && typeof data.error === "string" ? data.error : `http_${response.status}`;
+      if (response.status === 401 && code === "unauthorized") {
+        location.assign("/"); // the token changed or the cookie is gone: "/" shows where the link is printed
+      }
       const error = new ApiError(response.status, code, path);
       onReachable(!error.unreachable);
       throw error;

@@ -9,7 +9,9 @@
 //   }
 //   createPartials(limit = 32) -> { apply(delta) -> entry|null, get(roleId), forRole(role), clear() }
 //
-// Protocol: client → {"type":"subscribe","runId"}; server → {"type":"subscribed","runId"} (the ack) and
+// Protocol: client → {"type":"subscribe","runId"} or {"type":"ping"} (on open when there is nothing to
+// follow, then every 20 s: the server closes sockets silent past its idle limit); server → {"type":"pong"},
+// {"type":"subscribed","runId"} (the ack) and
 // {"type":"delta","runId","roleId","role","field":"content"|"reasoning","text","reset"?}. Reconnects with
 // capped backoff (500 ms doubling to 8 s), reset by an ack. The stream is optional: a blocked, absent or
 // dying socket is retried quietly and never surfaces an error; polling stays the authority on run state.
@@ -19,6 +21,8 @@ const MIN_DELAY_MS = 500;
 const MAX_DELAY_MS = 8000;
 /** Per-field cap of accumulated partial text (the head is dropped beyond it). */
 const MAX_PARTIAL_CHARS = 64_000;
+/** Keep-alive interval: well inside the server's idle limit (90 s by default; first message 30 s). */
+const PING_MS = 20_000;
 
 function absolute(url) {
   if (/^wss?:\/\//.test(url)) return url;
@@ -33,6 +37,7 @@ export function createStream({ url = "/ws/stream", onDelta = null, onState = nul
   let runId = null;
   let delay = MIN_DELAY_MS;
   let timer = null;
+  let pinger = null;
   let closed = false;
   let current = "closed";
 
@@ -56,6 +61,11 @@ export function createStream({ url = "/ws/stream", onDelta = null, onState = nul
         // the close handler reconnects
       }
     }
+  }
+
+  function stopPinging() {
+    if (pinger !== null) clearInterval(pinger);
+    pinger = null;
   }
 
   function schedule() {
@@ -112,7 +122,8 @@ export function createStream({ url = "/ws/stream", onDelta = null, onState = nul
     next.onopen = () => {
       if (socket !== next) return;
       setState("open");
-      if (runId !== null) send({ type: "subscribe", runId });
+      send(runId !== null ? { type: "subscribe", runId } : { type: "ping" });
+      if (pinger === null) pinger = setInterval(() => send({ type: "ping" }), PING_MS);
     };
     next.onmessage = (event) => {
       if (socket === next) receive(event);
@@ -121,6 +132,7 @@ export function createStream({ url = "/ws/stream", onDelta = null, onState = nul
     next.onclose = () => {
       if (socket !== next) return;
       socket = null;
+      stopPinging();
       setState("closed");
       schedule();
     };
@@ -142,6 +154,7 @@ export function createStream({ url = "/ws/stream", onDelta = null, onState = nul
       closed = true;
       if (timer !== null) clearTimeout(timer);
       timer = null;
+      stopPinging();
       listeners.clear();
       if (socket) {
         const old = socket;

@@ -1,0 +1,360 @@
+"""The service's perimeter: one ASGI middleware in front of the whole app, so no route can forget it.
+
+Every HTTP request and WebSocket handshake passes, in order:
+
+1. **Host** — a loopback name or address, the bind address, or one of ``ORCHESTRATOR_ALLOWED_HOSTS``;
+   else 403 ``forbidden_host`` (stops DNS rebinding).
+2. **Origin** — when present, the server's own (the scheme and ``Host`` it was reached at) or one of
+   ``ORCHESTRATOR_ALLOWED_ORIGINS``; else 403 ``forbidden_origin`` (stops other sites' pages).
+3. **Token** — everything except ``/static/…`` and ``/favicon.ico`` needs the token, as
+   ``Authorization: Bearer …`` or the cookie that ``GET /?token=…`` sets; else 401 ``unauthorized``
+   (the WebSocket is accepted and closed with 1008; ``/`` shows the sign-in page instead).
+4. **JSON only** — a POST/PUT/PATCH with a body must say ``application/json``; else 415.
+
+A refused handshake (Host, Origin) is closed before it is accepted, which the server answers with 403.
+Every HTTP response leaves with the security headers (CSP, nosniff, no-referrer, frame denial), and an
+exception that escapes the app becomes the JSON 500 body, never a traceback.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from urllib.parse import parse_qs
+
+from hypercorn.typing import ASGIFramework, ASGIReceiveCallable, ASGISendCallable, ASGISendEvent, Scope
+
+from orchestrator.service.token import token_matches
+
+__all__ = [
+    "ALLOWED_HOSTS_ENV",
+    "ALLOWED_ORIGINS_ENV",
+    "COOKIE_PREFIX",
+    "Perimeter",
+    "Policy",
+    "content_type_allowed",
+    "cookie_name",
+    "host_allowed",
+    "is_loopback",
+    "origin_allowed",
+    "policy_from_env",
+    "security_headers",
+    "split_host",
+]
+
+ALLOWED_HOSTS_ENV = "ORCHESTRATOR_ALLOWED_HOSTS"
+ALLOWED_ORIGINS_ENV = "ORCHESTRATOR_ALLOWED_ORIGINS"
+COOKIE_PREFIX = "orchestrator_token_"
+#: A year: the token survives restarts, so the cookie may too.
+COOKIE_MAX_AGE = 365 * 24 * 3600
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_SAFE_HOST = re.compile(r"[A-Za-z0-9.\-:\[\]]{1,300}")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the perimeter enforces. ``token=None`` turns the token off (loopback binds only; the caller
+    checks that). ``allowed_hosts`` holds lower-case host names; ``"*"`` there turns the Host check off."""
+
+    token: str | None
+    bind_host: str = "127.0.0.1"
+    allowed_hosts: frozenset[str] = field(default_factory=frozenset)
+    allowed_origins: frozenset[str] = field(default_factory=frozenset)
+
+
+def _split_list(value: str | None) -> list[str]:
+    return [item.strip() for item in (value or "").split(",") if item.strip()]
+
+
+def policy_from_env(token: str | None, bind_host: str, env: Mapping[str, str]) -> Policy:
+    hosts = frozenset(split_host(h)[0] if h != "*" else "*" for h in _split_list(env.get(ALLOWED_HOSTS_ENV)))
+    origins = frozenset(o for o in (_normal_origin(v) for v in _split_list(env.get(ALLOWED_ORIGINS_ENV))) if o)
+    return Policy(token=token, bind_host=bind_host.lower(), allowed_hosts=hosts, allowed_origins=origins)
+
+
+# --- pure checks -------------------------------------------------------------------------------------
+
+
+def split_host(value: str) -> tuple[str, str | None]:
+    """``Host`` header → (lower-case host name without brackets or trailing dot, port or ``None``)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return value, None
+        host, rest = value[1:end], value[end + 1 :]
+        return host, rest[1:] if rest.startswith(":") and rest[1:] else None
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or ":" in host:
+        return value.rstrip("."), None
+    return host.rstrip("."), port
+
+
+def is_loopback(host: str) -> bool:
+    """A loopback name (``localhost``, ``*.localhost``) or address (127.0.0.0/8, ::1)."""
+    host = host.strip("[]").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def host_allowed(host_header: str | None, policy: Policy) -> bool:
+    if "*" in policy.allowed_hosts:
+        return True
+    if not host_header:
+        return False
+    host, _ = split_host(host_header)
+    if not host:
+        return False
+    if is_loopback(host) or host in policy.allowed_hosts:
+        return True
+    return host == policy.bind_host.strip("[]") and policy.bind_host not in ("0.0.0.0", "::", "")
+
+
+def _normal_origin(value: str) -> str | None:
+    """``scheme://host[:port]`` lower-cased, default ports dropped; ``None`` when it is not an origin."""
+    value = value.strip().lower().rstrip("/")
+    scheme, sep, authority = value.partition("://")
+    if not sep or scheme not in ("http", "https") or not authority or "/" in authority:
+        return None
+    host, port = split_host(authority)
+    if port == {"http": "80", "https": "443"}[scheme]:
+        port = None
+    bracketed = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{bracketed}" + (f":{port}" if port else "")
+
+
+def origin_allowed(origin: str | None, scheme: str, host_header: str | None, policy: Policy) -> bool:
+    """No ``Origin`` passes (not a browser's cross-site request); else the server's own or a listed one."""
+    if origin is None:
+        return True
+    normal = _normal_origin(origin)
+    if normal is None:  # "null" (sandboxed frames, file: pages) and anything malformed
+        return False
+    if normal in policy.allowed_origins:
+        return True
+    own_scheme = "https" if scheme in ("https", "wss") else "http"
+    return host_header is not None and normal == _normal_origin(f"{own_scheme}://{host_header}")
+
+
+def content_type_allowed(method: str, content_type: str | None, has_body: bool) -> bool:
+    """POST/PUT/PATCH: a declared type must be ``application/json`` (parameters such as charset allowed);
+    no declared type is accepted only without a body."""
+    if method not in _BODY_METHODS:
+        return True
+    if content_type is None:
+        return not has_body
+    return content_type.split(";", 1)[0].strip().lower() == "application/json"
+
+
+def cookie_name(host_header: str | None, scheme: str) -> str:
+    """Cookies ignore ports, so two servers on one host would overwrite each other's cookie: the name
+    carries the port the server was reached at."""
+    _, port = split_host(host_header or "")
+    return COOKIE_PREFIX + (port or ("443" if scheme in ("https", "wss") else "80"))
+
+
+def _cookie(header: str | None, name: str) -> str | None:
+    if not header:
+        return None
+    for part in header.split(";"):
+        key, sep, value = part.strip().partition("=")
+        if sep and key == name:
+            return value.strip().strip('"')
+    return None
+
+
+def _bearer(header: str | None) -> str | None:
+    if header is None:
+        return None
+    scheme, _, value = header.strip().partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else None
+
+
+def security_headers(host_header: str | None, *, inline_styles: bool = False) -> list[tuple[bytes, bytes]]:
+    """The headers every response carries. ``connect-src`` is the server itself, over HTTP and WS."""
+    own = ""
+    if host_header and _SAFE_HOST.fullmatch(host_header):
+        own = f" ws://{host_header} wss://{host_header}"
+    style = "'self' 'unsafe-inline'" if inline_styles else "'self'"
+    csp = (
+        "default-src 'none'; script-src 'self'; "
+        f"style-src {style}; img-src 'self' data:; font-src 'self'; media-src 'self' data: blob:; "
+        f"connect-src 'self'{own}; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    )
+    return [
+        (b"content-security-policy", csp.encode("latin-1")),
+        (b"x-content-type-options", b"nosniff"),
+        (b"referrer-policy", b"no-referrer"),
+        (b"x-frame-options", b"DENY"),
+        (b"cross-origin-opener-policy", b"same-origin"),
+        (b"cross-origin-resource-policy", b"same-origin"),
+    ]
+
+
+# --- the middleware -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Request:
+    """The few request headers the perimeter reads (decoded latin-1, as HTTP defines them)."""
+
+    host: str | None = None
+    origin: str | None = None
+    authorization: str | None = None
+    cookie: str | None = None
+    content_type: str | None = None
+    has_body: bool = False
+
+
+def _read_headers(raw: Iterable[tuple[bytes, bytes]]) -> _Request:
+    found: dict[bytes, str] = {}
+    has_body = False
+    for name, value in raw:
+        if name in (b"host", b"origin", b"authorization", b"cookie", b"content-type"):
+            text = value.decode("latin-1")
+            found[name] = f"{found[name]}; {text}" if name == b"cookie" and name in found else text
+        elif name == b"transfer-encoding" or (name == b"content-length" and value.strip() not in (b"", b"0")):
+            has_body = True
+    return _Request(
+        host=found.get(b"host"),
+        origin=found.get(b"origin"),
+        authorization=found.get(b"authorization"),
+        cookie=found.get(b"cookie"),
+        content_type=found.get(b"content-type"),
+        has_body=has_body,
+    )
+
+
+def _public(path: str) -> bool:
+    return path.startswith("/static/") or path == "/favicon.ico"
+
+
+def _signin_page() -> bytes:
+    return resources.files("orchestrator.web").joinpath("static", "signin.html").read_bytes()
+
+
+class Perimeter:
+    """ASGI middleware applying a :class:`Policy` in front of ``app`` (see the module docstring)."""
+
+    def __init__(self, app: ASGIFramework, policy: Policy, *, inline_styles: bool = False) -> None:
+        self.app = app
+        self.policy = policy
+        self.inline_styles = inline_styles
+
+    async def __call__(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "websocket":
+            await self._websocket(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    def _token_ok(self, request: _Request, scheme: str) -> bool:
+        expected = self.policy.token
+        if expected is None:
+            return True
+        presented = _bearer(request.authorization)
+        if presented is None:
+            presented = _cookie(request.cookie, cookie_name(request.host, scheme))
+        return token_matches(presented, expected)
+
+    async def _http(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        request = _read_headers(scope["headers"])
+        scheme, path, method = scope["scheme"], scope["path"], scope["method"]  # type: ignore[typeddict-item]
+        extra = security_headers(request.host, inline_styles=self.inline_styles)
+        if not host_allowed(request.host, self.policy):
+            return await _deny(send, 403, "forbidden_host", extra)
+        if not origin_allowed(request.origin, scheme, request.host, self.policy):
+            return await _deny(send, 403, "forbidden_origin", extra)
+        if path == "/" and self.policy.token is not None:
+            query = parse_qs(scope["query_string"].decode("latin-1"))  # type: ignore[typeddict-item]
+            link_token = query.get("token", [None])[-1]
+            if link_token is not None and method in ("GET", "HEAD"):
+                if token_matches(link_token, self.policy.token):
+                    return await _sign_in(send, cookie_name(request.host, scheme), link_token, scheme, extra)
+                return await _page(send, 401, _signin_page(), extra)
+            if not self._token_ok(request, scheme):
+                return await _page(send, 401, _signin_page(), extra)
+        elif not _public(path) and not self._token_ok(request, scheme):
+            return await _deny(send, 401, "unauthorized", extra)
+        if not content_type_allowed(method, request.content_type, request.has_body):
+            return await _deny(send, 415, "unsupported_media_type", extra)
+
+        started = False
+
+        async def send_with_headers(message: ASGISendEvent) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                message["headers"] = [*message.get("headers", ()), *extra]  # type: ignore[typeddict-unknown-key]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception as exc:  # the app's own 500 handler missed it: still JSON, still no traceback
+            print(f"orchestrator: internal error on {method} {path!r}: {exc.__class__.__name__}", file=sys.stderr)
+            if not started:
+                await _deny(send, 500, "internal_error", extra)
+
+    async def _websocket(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        request = _read_headers(scope["headers"])
+        scheme = scope["scheme"]  # type: ignore[typeddict-item]
+        allowed = host_allowed(request.host, self.policy) and origin_allowed(
+            request.origin, scheme, request.host, self.policy
+        )
+        if not allowed:
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": 1008, "reason": ""})  # before accept: HTTP 403
+            return
+        if not self._token_ok(request, scheme):
+            await receive()
+            await send({"type": "websocket.accept", "subprotocol": None, "headers": []})
+            await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
+            return
+        await self.app(scope, receive, send)
+
+
+async def _deny(send: ASGISendCallable, status: int, code: str, extra: list[tuple[bytes, bytes]]) -> None:
+    body = b'{"ok":false,"error":"' + code.encode("ascii") + b'"}'
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]
+    if status == 401:
+        headers.append((b"www-authenticate", b'Bearer realm="orchestrator"'))
+    await send({"type": "http.response.start", "status": status, "headers": headers, "trailers": False})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _page(send: ASGISendCallable, status: int, body: bytes, extra: list[tuple[bytes, bytes]]) -> None:
+    headers = [
+        (b"content-type", b"text/html; charset=utf-8"),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+        *extra,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers, "trailers": False})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _sign_in(
+    send: ASGISendCallable, name: str, token: str, scheme: str, extra: list[tuple[bytes, bytes]]
+) -> None:
+    """Set the HttpOnly SameSite=Strict cookie and redirect to ``/`` (the token leaves the address bar)."""
+    secure = "; Secure" if scheme == "https" else ""
+    cookie = f"{name}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={COOKIE_MAX_AGE}{secure}"
+    headers = [
+        (b"location", b"/"),
+        (b"set-cookie", cookie.encode("latin-1")),
+        (b"cache-control", b"no-store"),
+        (b"content-length", b"0"),
+        *extra,
+    ]
+    await send({"type": "http.response.start", "status": 303, "headers": headers, "trailers": False})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})

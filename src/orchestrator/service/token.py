@@ -1,0 +1,113 @@
+"""The service's access token: where it comes from, how it is kept, how a presented one is compared.
+
+``ORCHESTRATOR_TOKEN`` sets it; otherwise a random 256-bit token lives in
+``<workspace>/.orchestration/token`` (mode 0600). The file is created atomically and never replaced:
+a private temp file (``O_EXCL``, mode 0600) is written, fsynced and hard-linked into place, so two
+servers starting at once agree on one token and a restart keeps it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.errors import ConfigError
+from orchestrator.fsutil import fsync_dir
+
+__all__ = [
+    "NO_TOKEN_ENV",
+    "TOKEN_ENV",
+    "TokenSource",
+    "read_token_file",
+    "resolve_token",
+    "token_matches",
+    "token_path",
+]
+
+TOKEN_ENV = "ORCHESTRATOR_TOKEN"
+#: ``1`` turns the token off (accepted on a loopback bind only; ``serve --no-token`` does the same).
+NO_TOKEN_ENV = "ORCHESTRATOR_NO_TOKEN"
+#: Bytes of randomness in a generated token (256 bits; the issue's floor is 128).
+TOKEN_BYTES = 32
+
+
+def token_path(workspace: Path) -> Path:
+    return workspace / ".orchestration" / "token"
+
+
+@dataclass(frozen=True)
+class TokenSource:
+    """The token and where it came from (``ORCHESTRATOR_TOKEN`` or the file's path), for the start-up line."""
+
+    token: str
+    origin: str
+
+
+def resolve_token(workspace: Path, env: Mapping[str, str]) -> TokenSource:
+    """``ORCHESTRATOR_TOKEN`` when set (non-blank), else the workspace's token file (created when missing)."""
+    configured = env.get(TOKEN_ENV)
+    if configured is not None:
+        if not configured.strip():
+            raise ConfigError(f"{TOKEN_ENV} is set but empty; unset it (a token is then generated) or give a value")
+        if not all(0x21 <= ord(c) < 0x7F and c not in ';,"\\' for c in configured):
+            raise ConfigError(f"{TOKEN_ENV} must be printable ASCII without spaces, quotes, backslashes, ';' or ','")
+        return TokenSource(configured, TOKEN_ENV)
+    path = token_path(workspace)
+    existing = read_token_file(path)
+    if existing is not None:
+        return TokenSource(existing, str(path))
+    return TokenSource(_create_token_file(path), str(path))
+
+
+def read_token_file(path: Path) -> str | None:
+    """The token stored at ``path``, ``None`` when there is no file; a broken file is a ConfigError."""
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"token file {path}: unreadable ({exc.__class__.__name__}); delete it to get a new one"
+        ) from None
+    if not text or any(c.isspace() for c in text):
+        raise ConfigError(f"token file {path}: not a token; delete it to get a new one")
+    mode = path.stat().st_mode
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigError(f"token file {path}: readable by other users (mode {mode & 0o777:o}); run chmod 600 on it")
+    return text
+
+
+def _create_token_file(path: Path) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    token = secrets.token_urlsafe(TOKEN_BYTES)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        try:
+            os.write(fd, f"{token}\n".encode("ascii"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)  # never replaces: a concurrent creator's token wins and we read it
+        except FileExistsError:
+            existing = read_token_file(path)
+            if existing is None:  # pragma: no cover - deleted between link and read
+                raise ConfigError(f"token file {path}: vanished while it was being created; start again") from None
+            return existing
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(path.parent)
+    return token
+
+
+def token_matches(presented: str | None, expected: str) -> bool:
+    """Constant-time comparison (on bytes, so a non-ASCII guess compares as unequal, never raises)."""
+    if presented is None:
+        return False
+    return hmac.compare_digest(presented.encode("utf-8", "surrogateescape"), expected.encode("utf-8"))
