@@ -26,7 +26,14 @@ from dataclasses import dataclass, field
 from importlib import resources
 from urllib.parse import parse_qs
 
-from hypercorn.typing import ASGIFramework, ASGIReceiveCallable, ASGISendCallable, ASGISendEvent, Scope
+from hypercorn.typing import (
+    ASGIFramework,
+    ASGIReceiveCallable,
+    ASGIReceiveEvent,
+    ASGISendCallable,
+    ASGISendEvent,
+    Scope,
+)
 
 from orchestrator.service.token import token_matches
 
@@ -288,6 +295,11 @@ class Perimeter:
             return await _deny(send, 401, "unauthorized", extra)
         if not content_type_allowed(method, request.content_type, request.has_body):
             return await _deny(send, 415, "unsupported_media_type", extra)
+        if method in _BODY_METHODS and request.content_type is None:
+            # no declared type and no length header: a body may still come (chunked, HTTP/2) — look
+            if not await _body_is_empty(receive):
+                return await _deny(send, 415, "unsupported_media_type", extra)
+            receive = _replay_empty(receive)
 
         started = False
 
@@ -321,6 +333,33 @@ class Perimeter:
             await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
             return
         await self.app(scope, receive, send)
+
+
+async def _body_is_empty(receive: ASGIReceiveCallable) -> bool:
+    """Read the request body until a byte or its end; True when it ended empty."""
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return True  # the client went away
+        if message.get("body"):
+            return False
+        if not message.get("more_body", False):
+            return True
+
+
+def _replay_empty(receive: ASGIReceiveCallable) -> ASGIReceiveCallable:
+    """A ``receive`` that gives the app the (already consumed, empty) body once, then the real channel
+    (which reports the disconnect)."""
+    given = False
+
+    async def replay() -> ASGIReceiveEvent:
+        nonlocal given
+        if given:
+            return await receive()
+        given = True
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    return replay
 
 
 async def _deny(send: ASGISendCallable, status: int, code: str, extra: list[tuple[bytes, bytes]]) -> None:

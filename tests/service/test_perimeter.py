@@ -1,0 +1,230 @@
+"""The perimeter: its pure checks, then its rules through the in-process app (Quart-Trio's test client).
+
+The same middleware against a real ``serve`` process and real Chromium is in ``test_http_perimeter.py``
+and ``tests/web/test_attacks.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from quart import Response
+from tests.service.inprocess import TOKEN, inprocess_app
+
+from orchestrator.service.perimeter import (
+    Policy,
+    content_type_allowed,
+    cookie_name,
+    host_allowed,
+    is_loopback,
+    origin_allowed,
+    policy_from_env,
+    security_headers,
+    split_host,
+)
+
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+SECURITY_HEADERS = ("content-security-policy", "x-content-type-options", "referrer-policy", "x-frame-options")
+
+# --- pure checks ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        ("127.0.0.1:8765", ("127.0.0.1", "8765")),
+        ("LOCALHOST", ("localhost", None)),
+        ("[::1]:80", ("::1", "80")),
+        ("[::1]", ("::1", None)),
+        ("example.com.:443", ("example.com", "443")),
+        ("::1", ("::1", None)),
+    ],
+)
+def test_split_host(header: str, expected: tuple[str, str | None]) -> None:
+    assert split_host(header) == expected
+
+
+def test_loopback_names_and_addresses() -> None:
+    for host in ("localhost", "app.localhost", "127.0.0.1", "127.1.2.3", "::1", "[::1]"):
+        assert is_loopback(host), host
+    for host in ("0.0.0.0", "::", "10.0.0.1", "evil.example", "localhost.evil.example", ""):
+        assert not is_loopback(host), host
+
+
+def test_host_allow_list() -> None:
+    policy = policy_from_env("t", "192.168.1.5", {"ORCHESTRATOR_ALLOWED_HOSTS": "orch.lan, Proxy.Example:8443"})
+    assert host_allowed("127.0.0.1:8765", policy)
+    assert host_allowed("localhost", policy)
+    assert host_allowed("192.168.1.5:8765", policy)  # the bind address
+    assert host_allowed("orch.lan:8765", policy)
+    assert host_allowed("proxy.example", policy)
+    assert not host_allowed("evil.example", policy)
+    assert not host_allowed(None, policy)
+    assert not host_allowed("", policy)
+    wildcard_bind = Policy(token="t", bind_host="0.0.0.0")
+    assert not host_allowed("0.0.0.0:80", wildcard_bind)  # a wildcard bind is not a name anyone reaches it by
+    assert not host_allowed("10.1.1.1", wildcard_bind)
+    assert host_allowed("anything.example", policy_from_env("t", "127.0.0.1", {"ORCHESTRATOR_ALLOWED_HOSTS": "*"}))
+
+
+def test_origin_rules() -> None:
+    policy = policy_from_env("t", "127.0.0.1", {"ORCHESTRATOR_ALLOWED_ORIGINS": "https://tools.example/"})
+    assert origin_allowed(None, "http", "127.0.0.1:8765", policy)  # no Origin: not a cross-site browser request
+    assert origin_allowed("http://127.0.0.1:8765", "http", "127.0.0.1:8765", policy)
+    assert origin_allowed("http://LOCALHOST:8765", "ws", "localhost:8765", policy)  # the WebSocket's own page
+    assert origin_allowed("http://localhost:80", "http", "localhost", policy)  # default port
+    assert origin_allowed("https://tools.example", "http", "127.0.0.1:8765", policy)
+    assert not origin_allowed("http://127.0.0.1:9999", "http", "127.0.0.1:8765", policy)  # another loopback port
+    assert not origin_allowed("https://127.0.0.1:8765", "http", "127.0.0.1:8765", policy)  # another scheme
+    assert not origin_allowed("null", "http", "127.0.0.1:8765", policy)
+    assert not origin_allowed("http://evil.example", "http", "127.0.0.1:8765", policy)
+    assert not origin_allowed("http://127.0.0.1:8765/path", "http", "127.0.0.1:8765", policy)
+
+
+def test_content_types() -> None:
+    assert content_type_allowed("POST", "application/json", True)
+    assert content_type_allowed("PUT", "Application/JSON; charset=utf-8", True)
+    assert content_type_allowed("POST", None, False)  # an empty POST (requeue) declares nothing
+    assert content_type_allowed("GET", "text/plain", True)
+    assert content_type_allowed("DELETE", None, False)
+    for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""):
+        assert not content_type_allowed("POST", kind, True), kind
+    assert not content_type_allowed("PATCH", None, True)
+
+
+def test_cookie_name_carries_the_port() -> None:
+    assert cookie_name("127.0.0.1:8765", "http") == "orchestrator_token_8765"
+    assert cookie_name("localhost", "http") == "orchestrator_token_80"
+    assert cookie_name("localhost", "wss") == "orchestrator_token_443"
+
+
+def test_csp_has_no_inline_script_and_forbids_framing() -> None:
+    csp = dict(security_headers("127.0.0.1:8765"))[b"content-security-policy"].decode()
+    assert "script-src 'self';" in csp and "unsafe-inline" not in csp and "unsafe-eval" not in csp
+    assert "frame-ancestors 'none'" in csp
+    assert "connect-src 'self' ws://127.0.0.1:8765 wss://127.0.0.1:8765;" in csp
+    injected = dict(security_headers("evil; script-src *"))[b"content-security-policy"].decode()
+    assert "connect-src 'self';" in injected and "*" not in injected
+
+
+# --- through the app ----------------------------------------------------------------------------------
+
+
+async def test_token_header_cookie_and_the_sign_in_link(tmp_path: Path) -> None:
+    async with inprocess_app(tmp_path) as (_, client):
+        response = await client.get("/api/config")
+        assert response.status_code == 401
+        assert await response.get_json() == {"ok": False, "error": "unauthorized"}
+        wrong = await client.get("/api/config", headers={"Authorization": "Bearer wrong"})
+        assert wrong.status_code == 401
+        not_bearer = await client.get("/api/config", headers={"Authorization": f"Basic {TOKEN}"})
+        assert not_bearer.status_code == 401
+        in_query = await client.get("/api/config", query_string={"token": TOKEN})  # only "/" takes the link
+        assert in_query.status_code == 401
+        assert (await client.get("/api/config", headers=BEARER)).status_code == 200
+
+        page = await client.get("/")
+        assert page.status_code == 401
+        text = await page.get_data(as_text=True)
+        assert "orchestrator token" in text and "?token=" in text and TOKEN not in text
+
+        bad_link = await client.get("/", query_string={"token": "guess"})
+        assert bad_link.status_code == 401 and "set-cookie" not in bad_link.headers
+
+        link = await client.get("/", query_string={"token": TOKEN})
+        assert link.status_code == 303 and link.headers["location"] == "/"
+        cookie = link.headers["set-cookie"]
+        assert cookie.startswith(f"orchestrator_token_80={TOKEN};")
+        for attribute in ("HttpOnly", "SameSite=Strict", "Path=/"):
+            assert attribute in cookie
+        # the test client kept the cookie: the UI and the API now answer without the header
+        ui = await client.get("/")
+        assert ui.status_code == 200 and "/static/app.js" in await ui.get_data(as_text=True)
+        assert (await client.get("/api/queue")).status_code == 200
+
+
+async def test_public_assets_need_no_token_and_every_response_has_the_headers(tmp_path: Path) -> None:
+    async with inprocess_app(tmp_path) as (_, client):
+        for path, status in [("/static/app.js", 200), ("/static/signin.css", 200), ("/favicon.ico", 204),
+                             ("/static/nope.js", 404), ("/api/config", 401), ("/", 401)]:  # fmt: skip
+            response = await client.get(path)
+            assert response.status_code == status, path
+            for header in SECURITY_HEADERS:
+                assert header in response.headers, (path, header)
+            assert response.headers["x-frame-options"] == "DENY"
+        ok = await client.get("/api/config", headers=BEARER)
+        assert all(h in ok.headers for h in SECURITY_HEADERS)
+
+
+async def test_host_and_origin_are_checked_before_the_token(tmp_path: Path) -> None:
+    async with inprocess_app(tmp_path) as (_, client):
+        evil_host = await client.get("/api/config", headers={**BEARER, "host": "evil.example"})
+        assert evil_host.status_code == 403
+        assert await evil_host.get_json() == {"ok": False, "error": "forbidden_host"}
+        foreign = await client.post(
+            "/api/queue", json={"task": "pwn"}, headers={**BEARER, "origin": "http://127.0.0.1:9"}
+        )
+        assert foreign.status_code == 403
+        assert await foreign.get_json() == {"ok": False, "error": "forbidden_origin"}
+        own = await client.post("/api/queue", json={"task": "fine"}, headers={**BEARER, "origin": "http://localhost"})
+        assert own.status_code == 201
+        queue = await (await client.get("/api/queue", headers=BEARER)).get_json()
+        assert [item["task"] for item in queue] == ["fine"]  # the foreign one left no item
+
+
+async def test_bodies_must_be_json(tmp_path: Path) -> None:
+    async with inprocess_app(tmp_path) as (_, client):
+        body = '{"task": "from a form"}'
+        for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=b"):
+            response = await client.post("/api/queue", data=body, headers={**BEARER, "content-type": kind})
+            assert response.status_code == 415, kind
+            assert await response.get_json() == {"ok": False, "error": "unsupported_media_type"}
+        undeclared = await client.put("/api/settings", data='{"effort": "quick"}', headers=BEARER)
+        assert undeclared.status_code == 415
+        charset = await client.post(
+            "/api/queue", data=body, headers={**BEARER, "content-type": "application/json; charset=utf-8"}
+        )
+        assert charset.status_code == 201
+        assert [i["task"] for i in await (await client.get("/api/queue", headers=BEARER)).get_json()] == [
+            "from a form"
+        ]
+
+
+async def test_token_off_still_checks_host_and_origin(tmp_path: Path) -> None:
+    async with inprocess_app(tmp_path, policy=Policy(token=None)) as (_, client):
+        assert (await client.get("/api/config")).status_code == 200
+        assert (await client.get("/")).status_code == 200
+        assert (await client.get("/api/config", headers={"host": "evil.example"})).status_code == 403
+        assert (await client.get("/api/config", headers={"origin": "http://evil.example"})).status_code == 403
+
+
+async def test_a_failing_route_answers_json_500_without_a_traceback(tmp_path: Path) -> None:
+    async with inprocess_app(tmp_path) as (app, client):
+
+        @app.get("/api/_explode")
+        async def explode() -> Response:
+            raise RuntimeError("secret detail that must not reach the client")
+
+        response = await client.get("/api/_explode", headers=BEARER)
+        assert response.status_code == 500
+        text = await response.get_data(as_text=True)
+        assert await response.get_json() == {"ok": False, "error": "internal_error"}
+        assert "Traceback" not in text and "secret detail" not in text
+        assert all(h in response.headers for h in SECURITY_HEADERS)
+
+
+async def test_oversized_integers_and_odd_names_answer_4xx(tmp_path: Path) -> None:
+    async with inprocess_app(tmp_path) as (_, client):
+        assert (await client.post("/api/queue", json={"task": "x"}, headers=BEARER)).status_code == 201
+        huge = "9" * 5000
+        for query in ({"offset": huge}, {"limit": huge}, {"detail": huge}, {"window": huge}, {"operation": huge}):
+            response = await client.get("/api/runs/nope/log", query_string=query, headers=BEARER)
+            assert response.status_code == 404, query
+            assert await response.get_json() == {"ok": False, "error": "not_found"}
+        frame = await client.get(f"/api/demo/flow/basic/{huge}", headers=BEARER)
+        assert frame.status_code == 404
+        for name in ("a\x00b", "..%2f..%2fetc", ".hidden", "app.js\x00.png", "ünï.js", "%ff"):
+            response = await client.get(f"/static/{name}")
+            assert response.status_code == 404, name
+            assert (await response.get_json())["error"] == "not_found"
