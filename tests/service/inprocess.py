@@ -37,9 +37,14 @@ def _closed_port() -> int:
 
 @asynccontextmanager
 async def inprocess_app(
-    tmp_path: Path, *, policy: Policy | None = Policy(token=TOKEN), limits: StreamLimits | None = None
+    tmp_path: Path,
+    *,
+    policy: Policy | None = Policy(token=TOKEN),
+    limits: StreamLimits | None = None,
+    api_base: str | None = None,
 ) -> AsyncIterator[tuple[QuartTrio, QuartClient]]:
-    settings = make_settings(tmp_path, f"http://127.0.0.1:{_closed_port()}/v1", roles=ROLES)
+    """``api_base``: the model endpoint (a sim's) when runs should succeed; default a closed port."""
+    settings = make_settings(tmp_path, api_base or f"http://127.0.0.1:{_closed_port()}/v1", roles=ROLES)
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     service = Service(settings, workspace)

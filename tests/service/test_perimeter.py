@@ -186,9 +186,7 @@ async def test_bodies_must_be_json(tmp_path: Path) -> None:
             "/api/queue", data=body, headers={**BEARER, "content-type": "application/json; charset=utf-8"}
         )
         assert charset.status_code == 201
-        assert [i["task"] for i in await (await client.get("/api/queue", headers=BEARER)).get_json()] == [
-            "from a form"
-        ]
+        assert [i["task"] for i in await (await client.get("/api/queue", headers=BEARER)).get_json()] == ["from a form"]
 
 
 async def test_token_off_still_checks_host_and_origin(tmp_path: Path) -> None:
