@@ -9,7 +9,8 @@ Every HTTP request and WebSocket handshake passes, in order:
 3. **Token** — everything except ``/static/…`` and ``/favicon.ico`` needs the token, as
    ``Authorization: Bearer …`` or the cookie that ``GET /?token=…`` sets; else 401 ``unauthorized``
    (the WebSocket is accepted and closed with 1008; ``/`` shows the sign-in page instead).
-4. **JSON only** — a POST/PUT/PATCH with a body must say ``application/json``; else 415.
+4. **JSON only** — a POST/PUT/PATCH with a body must say ``application/json``; else 415 (a body over
+   16 MiB: 413). The body is read whole before the app runs.
 
 A refused handshake (Host, Origin) is closed before it is accepted, which the server answers with 403.
 Every HTTP response leaves with the security headers (CSP, nosniff, no-referrer, frame denial), and an
@@ -218,25 +219,20 @@ class _Request:
     authorization: str | None = None
     cookie: str | None = None
     content_type: str | None = None
-    has_body: bool = False
 
 
 def _read_headers(raw: Iterable[tuple[bytes, bytes]]) -> _Request:
     found: dict[bytes, str] = {}
-    has_body = False
     for name, value in raw:
         if name in (b"host", b"origin", b"authorization", b"cookie", b"content-type"):
             text = value.decode("latin-1")
             found[name] = f"{found[name]}; {text}" if name == b"cookie" and name in found else text
-        elif name == b"transfer-encoding" or (name == b"content-length" and value.strip() not in (b"", b"0")):
-            has_body = True
     return _Request(
         host=found.get(b"host"),
         origin=found.get(b"origin"),
         authorization=found.get(b"authorization"),
         cookie=found.get(b"cookie"),
         content_type=found.get(b"content-type"),
-        has_body=has_body,
     )
 
 
@@ -278,10 +274,13 @@ class Perimeter:
         request = _read_headers(scope["headers"])
         scheme, path, method = scope["scheme"], scope["path"], scope["method"]  # type: ignore[typeddict-item]
         extra = security_headers(request.host, inline_styles=self.inline_styles)
+        # a refusal leaves the body unread: tell the client this connection ends, so it sends nothing more on it
+        refusal = [*extra, (b"connection", b"close")] if method in _BODY_METHODS else extra
+        drainable = receive if method in _BODY_METHODS else None
         if not host_allowed(request.host, self.policy):
-            return await _deny(send, 403, "forbidden_host", extra)
+            return await _deny(send, 403, "forbidden_host", refusal, drainable)
         if not origin_allowed(request.origin, scheme, request.host, self.policy):
-            return await _deny(send, 403, "forbidden_origin", extra)
+            return await _deny(send, 403, "forbidden_origin", refusal, drainable)
         if path == "/" and self.policy.token is not None:
             query = parse_qs(scope["query_string"].decode("latin-1"))  # type: ignore[typeddict-item]
             link_token = query.get("token", [None])[-1]
@@ -292,14 +291,17 @@ class Perimeter:
             if not self._token_ok(request, scheme):
                 return await _page(send, 401, _signin_page(), extra)
         elif not _public(path) and not self._token_ok(request, scheme):
-            return await _deny(send, 401, "unauthorized", extra)
-        if not content_type_allowed(method, request.content_type, request.has_body):
-            return await _deny(send, 415, "unsupported_media_type", extra)
-        if method in _BODY_METHODS and request.content_type is None:
-            # no declared type and no length header: a body may still come (chunked, HTTP/2) — look
-            if not await _body_is_empty(receive):
-                return await _deny(send, 415, "unsupported_media_type", extra)
-            receive = _replay_empty(receive)
+            return await _deny(send, 401, "unauthorized", refusal, drainable)
+        if method in _BODY_METHODS:
+            # The whole body is read before the app runs: the content-type rule sees whether there is one
+            # (chunked or not), and the app can never answer before the request is complete (hypercorn
+            # then stalls the next request on that kept-alive connection).
+            body = await _read_body(receive, MAX_BODY_BYTES)
+            if body is None:
+                return await _deny(send, 413, "too_large", refusal, drainable)
+            if not content_type_allowed(method, request.content_type, bool(body)):
+                return await _deny(send, 415, "unsupported_media_type", refusal)
+            receive = _replay(body, receive)
 
         started = False
 
@@ -335,21 +337,29 @@ class Perimeter:
         await self.app(scope, receive, send)
 
 
-async def _body_is_empty(receive: ASGIReceiveCallable) -> bool:
-    """Read the request body until a byte or its end; True when it ended empty."""
+#: Request bodies above this size are refused with 413 (Quart's own default limit; tasks are text).
+MAX_BODY_BYTES = 16 << 20
+
+
+async def _read_body(receive: ASGIReceiveCallable, limit: int) -> bytes | None:
+    """The whole request body, or ``None`` once it exceeds ``limit`` (the rest is then left unread)."""
+    chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            return True  # the client went away
-        if message.get("body"):
-            return False
+            return b"".join(chunks)  # the client went away; the app sees the disconnect next
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
         if not message.get("more_body", False):
-            return True
+            return b"".join(chunks)
 
 
-def _replay_empty(receive: ASGIReceiveCallable) -> ASGIReceiveCallable:
-    """A ``receive`` that gives the app the (already consumed, empty) body once, then the real channel
-    (which reports the disconnect)."""
+def _replay(body: bytes, receive: ASGIReceiveCallable) -> ASGIReceiveCallable:
+    """A ``receive`` that gives the app the already-read body once, then the real channel (the disconnect)."""
     given = False
 
     async def replay() -> ASGIReceiveEvent:
@@ -357,12 +367,25 @@ def _replay_empty(receive: ASGIReceiveCallable) -> ASGIReceiveCallable:
         if given:
             return await receive()
         given = True
-        return {"type": "http.request", "body": b"", "more_body": False}
+        return {"type": "http.request", "body": body, "more_body": False}
 
     return replay
 
 
-async def _deny(send: ASGISendCallable, status: int, code: str, extra: list[tuple[bytes, bytes]]) -> None:
+async def _drain(receive: ASGIReceiveCallable) -> None:
+    """Read and drop a refused request's body (bounded) before the refusal goes out."""
+    await _read_body(receive, MAX_BODY_BYTES)
+
+
+async def _deny(
+    send: ASGISendCallable,
+    status: int,
+    code: str,
+    extra: list[tuple[bytes, bytes]],
+    drain: ASGIReceiveCallable | None = None,
+) -> None:
+    if drain is not None:
+        await _drain(drain)
     body = b'{"ok":false,"error":"' + code.encode("ascii") + b'"}'
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]
     if status == 401:

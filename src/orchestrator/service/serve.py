@@ -61,13 +61,13 @@ def bind_warnings(host: str) -> list[str]:
     ]
 
 
-def _token(workspace: Path, host: str, env: Mapping[str, str], *, no_token: bool) -> str | None:
+def _token_off(no_token: bool, env: Mapping[str, str]) -> bool:
+    return no_token or env.get(NO_TOKEN_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def _token(workspace: Path, env: Mapping[str, str], *, no_token: bool) -> str | None:
     """The token the perimeter requires; ``None`` when turned off (only ever on a loopback bind)."""
-    if no_token or env.get(NO_TOKEN_ENV, "").strip() in ("1", "true", "yes"):
-        if not is_loopback(host):
-            raise ConfigError(
-                f"the token can be turned off (--no-token / {NO_TOKEN_ENV}) only on a loopback bind, not on {host}"
-            )
+    if _token_off(no_token, env):
         for _ in range(2):
             print(
                 "orchestrator: WARNING: THE TOKEN IS OFF — any program or user on this machine can reach the API "
@@ -91,7 +91,9 @@ def _config(host: str, port: int) -> Config:
 
 
 def _announce(binds: list[str], port_file: Path | None, token: str | None = None) -> None:
-    link = f"{binds[0]}/?token={token}" if token is not None else binds[0]
+    # a wildcard bind is opened through loopback (the Host check does not take 0.0.0.0 as a name)
+    base = binds[0].replace("://0.0.0.0:", "://127.0.0.1:", 1).replace("://[::]:", "://[::1]:", 1)
+    link = f"{base}/?token={token}" if token is not None else base
     print(f"orchestrator: serving on {binds[0]} — Ctrl-C stops", file=sys.stderr)
     print(f"orchestrator: open {link}", file=sys.stderr, flush=True)
     if port_file is not None:
@@ -115,10 +117,18 @@ async def serve_main(
     title = env.get("ORCHESTRATOR_TITLE") or DEFAULT_TITLE
     for line in bind_warnings(host):
         print(f"orchestrator: WARNING: {line}", file=sys.stderr)
+    if _token_off(no_token, env) and not is_loopback(host):
+        # refused before anything binds: not even the configuration error page goes out on that address
+        print(
+            f"orchestrator: invalid configuration: the token can be turned off (--no-token / {NO_TOKEN_ENV}) only "
+            f"on a loopback bind, not on {host}",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         paths = locate_config(guild, deployment, env, workspace)
         try:
-            token = _token(workspace, host, env, no_token=no_token)
+            token = _token(workspace, env, no_token=no_token)
             limits = stream_limits_from_env(env)
             settings = await probe_model(load_config(paths, env))
             timeouts = timeouts_from_env(env)
