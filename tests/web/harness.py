@@ -345,6 +345,7 @@ _CSP_LISTENER = """
 document.addEventListener("securitypolicyviolation", (e) => {
   const where = `${e.sourceFile}:${e.lineNumber}`;
   console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI || "inline"} at ${where}`);
+  window.__cspViolations = (window.__cspViolations || 0) + 1;
 });
 """
 
