@@ -19,9 +19,10 @@ import pytest
 import trio
 from tests.helpers import REPO, serve_script, write_deployment
 
-from orchestrator.foundry.remote import MARKER, ServiceError, answer_for, claim_service_workspace
+from orchestrator.foundry.remote import MARKER, ServiceError, answer_for, claim_service_workspace, service_token
 from orchestrator.foundry.runner import SuiteOptions, run_suite
 from orchestrator.runlog import read_events
+from orchestrator.service.token import resolve_token
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = HERE.parents[1] / "benchmarks"
@@ -68,7 +69,8 @@ async def test_a_parked_question_is_answered_through_the_queue(tmp_path: Path) -
                 out=tmp_path / "out",
             )
             summary, _ = await run_suite(options, progress_stream=None)
-            async with httpx.AsyncClient() as client:
+            token = (workspace / ".orchestration" / "token").read_text().strip()  # what the runner used too
+            async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as client:
                 queue = (await client.get(f"{server}/api/queue")).json()
 
     [result] = summary.results
@@ -93,6 +95,14 @@ def test_answers_match_near_exactly() -> None:
     responses = {"Which file name should I use?": "out.txt"}
     assert answer_for(responses, "  which FILE name   should I use? ") == "out.txt"
     assert answer_for(responses, "Which file should I use?").startswith("No answer is available")
+
+
+def test_the_token_comes_from_the_environment_or_the_services_workspace(tmp_path: Path) -> None:
+    with pytest.raises(ServiceError, match="ORCHESTRATOR_TOKEN"):
+        service_token({}, tmp_path)
+    assert service_token({"ORCHESTRATOR_TOKEN": "given"}, tmp_path) == "given"
+    written = resolve_token(tmp_path, {}).token  # what `serve` creates in its workspace
+    assert service_token({}, tmp_path) == written
 
 
 def test_only_an_empty_or_marked_workspace_is_claimed(tmp_path: Path) -> None:

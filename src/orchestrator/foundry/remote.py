@@ -5,6 +5,9 @@ The service works in its own workspace, so the runner must share that directory
 place afterwards, and empties it again (everything but ``.orchestration/``). To never delete someone
 else's files it only accepts a directory that is empty, or that it marked as its own earlier.
 
+Every request carries the service's token (``ORCHESTRATOR_TOKEN``, else the token file the service
+keeps in that shared workspace, ``.orchestration/token``).
+
 One task: ``POST /api/runs``, then poll ``GET /api/runs/:id`` until the status is terminal, answering
 ``GET /api/questions`` from ``humanResponses`` through ``POST /api/answer``. A run that asks before
 anything was written parks (``needs_clarification``, its queue item ``needs_input``); the runner
@@ -23,7 +26,9 @@ import trio
 
 from orchestrator.engine.human import normalize_question
 from orchestrator.engine.runfolder import TERMINAL_STATUSES
+from orchestrator.errors import ConfigError
 from orchestrator.foundry.inprocess import NO_ANSWER, RunRecord
+from orchestrator.service.token import TOKEN_ENV, read_token_file, token_path
 
 __all__ = [
     "MARKER",
@@ -32,6 +37,7 @@ __all__ = [
     "claim_service_workspace",
     "clear_service_workspace",
     "run_on_service",
+    "service_token",
 ]
 
 #: The file that marks a service workspace as the runner's to empty.
@@ -51,6 +57,24 @@ def answer_for(responses: Mapping[str, str], question: str) -> str:
     """The near-exact ``humanResponses`` match, else the same fallback the in-process runs hear."""
     table = {normalize_question(q): a for q, a in responses.items()}
     return table.get(normalize_question(question), NO_ANSWER)
+
+
+def service_token(env: Mapping[str, str], workspace: Path) -> str:
+    """The token the service requires: ``ORCHESTRATOR_TOKEN``, else the one it keeps in its workspace."""
+    configured = env.get(TOKEN_ENV, "").strip()
+    if configured:
+        return configured
+    path = token_path(workspace)
+    try:
+        token = read_token_file(path)
+    except ConfigError as exc:
+        raise ServiceError(str(exc)) from None
+    if token is None:
+        raise ServiceError(
+            f"no access token: {path} does not exist (is the service serving --server-workspace?); "
+            f"set {TOKEN_ENV} to the token the service prints at start"
+        )
+    return token
 
 
 def claim_service_workspace(directory: Path) -> None:
@@ -155,11 +179,13 @@ async def run_on_service(
     human_responses: Mapping[str, str],
     run_timeout: float,
     on_phase: Callable[[str], None],
+    token: str,
 ) -> RunRecord:
     """Run ``task`` on the service whose workspace is ``workspace`` (already filled by the caller)."""
     record = RunRecord(status="error")
     runs_dir = workspace / ".orchestration" / "runs"
-    async with httpx.AsyncClient(base_url=server.rstrip("/"), timeout=30) as client:
+    auth = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=server.rstrip("/"), timeout=30, headers=auth) as client:
         session = _Session(client, human_responses, on_phase)
         with trio.move_on_after(run_timeout) as deadline:
             try:

@@ -25,7 +25,12 @@ from orchestrator.engine.runfolder import read_meta
 from orchestrator.foundry.evalspec import EvalSpec, EvalSpecError, load_eval
 from orchestrator.foundry.inprocess import RunRecord, run_in_process, sim_env
 from orchestrator.foundry.progress import Progress
-from orchestrator.foundry.remote import claim_service_workspace, clear_service_workspace, run_on_service
+from orchestrator.foundry.remote import (
+    claim_service_workspace,
+    clear_service_workspace,
+    run_on_service,
+    service_token,
+)
 from orchestrator.foundry.report import BenchResult, SuiteSummary, new_out_dir, run_tokens, write_artifacts
 from orchestrator.foundry.validate import validate_workspace
 from orchestrator.sim import ScriptError, SimScript, load_script
@@ -160,6 +165,7 @@ async def _run_one(bench: Benchmark, options: SuiteOptions, workspace: Path, pro
             human_responses=bench.spec.human_responses,
             run_timeout=options.run_timeout,
             on_phase=progress.phase,
+            token=service_token(options.env, options.server_workspace or workspace),
         )
     return await run_in_process(
         guild_dir=options.guild_dir,
@@ -260,6 +266,8 @@ async def run_suite(options: SuiteOptions, *, progress_stream: TextIO | None = s
     preflight(options, benchmarks)
     if options.server_workspace is not None:
         claim_service_workspace(options.server_workspace)
+        if options.server is not None:
+            service_token(options.env, options.server_workspace)  # no token: refused before anything runs
     out_dir = new_out_dir(options.suite, options.out)
     summary = SuiteSummary(
         suite_path=str(options.suite),
