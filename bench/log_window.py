@@ -22,6 +22,7 @@ import operator
 import os
 import pstats
 import re
+import secrets
 import signal
 import statistics
 import subprocess
@@ -435,9 +436,19 @@ def pressure_note(before: float | None, seconds: float) -> str:
     return f"CPU pressure (PSI 'some') during this section: {share:.0%} of the time ({quiet})"
 
 
+#: The access token the bench's ``serve`` children require (each bench process picks its own).
+BENCH_TOKEN = secrets.token_urlsafe(32)
+#: What every request to a ``serve`` child carries (``httpx`` ``headers=``; the WebSocket's ``extra_headers``).
+AUTH = {"Authorization": f"Bearer {BENCH_TOKEN}"}
+
+
 def clean_env() -> dict[str, str]:
-    """The bench's environment without ``ORCHESTRATOR_*`` overrides (the child reads its files only)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("ORCHESTRATOR_")}
+    """The bench's environment without ``ORCHESTRATOR_*`` overrides (the child reads its files only),
+    plus the bench's token and a socket cap above its subscriber count."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORCHESTRATOR_")}
+    env["ORCHESTRATOR_TOKEN"] = BENCH_TOKEN
+    env["ORCHESTRATOR_WS_MAX_SOCKETS"] = "256"  # section (b) holds 100+ live streams; the default cap is 64
+    return env
 
 
 async def start_child(
@@ -541,7 +552,7 @@ async def build_index_watched(client: httpx.AsyncClient, url: str) -> tuple[floa
 
         async def watch() -> None:
             nonlocal longest, answered, asked
-            async with httpx.AsyncClient(base_url=str(client.base_url), timeout=600) as other:
+            async with httpx.AsyncClient(base_url=str(client.base_url), timeout=600, headers=AUTH) as other:
                 while True:
                     asked = time.perf_counter()
                     elapsed, _ = await timed_get(other, "/api/queue")
@@ -580,7 +591,7 @@ async def bench_read_path(workdir: Path, large: int, profile: bool) -> None:
     try:
         for run_id in ids.values():  # live runs: meta running (written after the startup reconciliation)
             set_status(runs_root(workspace) / run_id, "running")
-        async with httpx.AsyncClient(base_url=serve.url, timeout=600) as client:
+        async with httpx.AsyncClient(base_url=serve.url, timeout=600, headers=AUTH) as client:
             warm_small, _ = await timed_get(client, f"/api/runs/{SMALL_ID}")
             cpu_before = cpu_seconds(serve.process.pid)
             build, blocked, answered = await build_index_watched(client, f"/api/runs/{LARGE_ID}")
@@ -749,7 +760,7 @@ async def one_run(
 
     async def subscriber(i: int) -> None:
         nonlocal dropped, untyped
-        async with trio_websocket.open_websocket_url(ws_url) as ws:
+        async with trio_websocket.open_websocket_url(ws_url, extra_headers=list(AUTH.items())) as ws:
             ready.release()
             await have_id.wait()
             await ws.send_message(json.dumps({"type": "subscribe", "runId": run_id}))
@@ -868,7 +879,7 @@ async def bench_subscribers(workdir: Path, pairs: int, profile: bool) -> None:
         deployment = write_deployment(workdir / "stream-deployment.json", f"{sim.url}/v1")
         args = ["serve", "--workspace", str(workspace), "--guild", str(guild), "--deployment", str(deployment)]
         serve = await start_child("serve-stream", args, workdir, profile=profile)
-        async with httpx.AsyncClient(base_url=serve.url, timeout=60) as client:
+        async with httpx.AsyncClient(base_url=serve.url, timeout=60, headers=AUTH) as client:
             warm = await one_run(client, sim.url, serve, workspace, stream_script(0), 1)  # warm-up
             print(f"{pairs} interleaved pairs (paced); 5 turns, {DELTAS_PER_RUN} deltas of {CHUNK_CHARS} chars per run")
             if not _set_priority(0):

@@ -34,7 +34,7 @@ import trio
 BENCH = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(BENCH), str(BENCH.parent)]  # the process helpers of bench/log_window.py; tests/
 
-from log_window import Child, cpu_pressure, cpu_seconds, pressure_note, start_child, stop_child  # noqa: E402
+from log_window import AUTH, Child, cpu_pressure, cpu_seconds, pressure_note, start_child, stop_child  # noqa: E402
 from tests.engine.harness import call, finish, turn  # noqa: E402
 from tests.helpers import write_deployment, write_guild  # noqa: E402
 
@@ -126,7 +126,9 @@ async def poller(base_url: str, run_id: str, deadline: float, interval: float, t
     }
     budget = int((deadline - time.perf_counter()) * 1000) + 1  # at most 1,000 requests/s per client
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    async with httpx.AsyncClient(base_url=base_url, timeout=REQUEST_TIMEOUT, limits=limits, verify=_NO_TLS) as client:
+    async with httpx.AsyncClient(
+        base_url=base_url, timeout=REQUEST_TIMEOUT, limits=limits, verify=_NO_TLS, headers=AUTH
+    ) as client:
         for n in range(budget):
             if time.perf_counter() >= deadline:
                 break
@@ -190,7 +192,7 @@ async def load_test(args: argparse.Namespace, workdir: Path) -> list[str]:
         deployment = write_deployment(workdir / "deployment.json", f"{sim.url}/v1")
         serve_args = ["serve", "--workspace", str(workspace), "--guild", str(guild), "--deployment", str(deployment)]
         serve = await start_child("serve", serve_args, workdir, profile=args.profile)
-        async with httpx.AsyncClient(base_url=serve.url, timeout=REQUEST_TIMEOUT) as control:
+        async with httpx.AsyncClient(base_url=serve.url, timeout=REQUEST_TIMEOUT, headers=AUTH) as control:
             print(f"script: lead → helper × {helper_turns} streamed turns → lead ({len(plan['turns']) - 1} turns)")
             reference = await wait_run(workspace, await start_run(control, sim, plan))
             print(f"reference run (no load): {reference.status} in {reference.seconds:.1f} s, card {reference.card}")

@@ -81,7 +81,7 @@ def victim(browser: Browser, ui_service: UiService) -> Iterator[Page]:
 
 
 def _script_results(page: Page) -> dict[str, Any]:
-    page.wait_for_function("window.done === true", timeout=20_000)
+    page.wait_for_function("() => window.done === true", timeout=20_000)
     return page.evaluate("window.results")
 
 
@@ -246,7 +246,7 @@ def test_the_csp_detector_sees_a_violation(browser: Browser, ui_service: UiServi
             "() => { const s = document.createElement('script'); s.textContent = 'window.pwned = 1';"
             " document.body.append(s); }"
         )
-        page.wait_for_function("window.__cspViolations > 0")
+        page.wait_for_function("() => window.__cspViolations > 0")
         assert page.evaluate("window.pwned") is None
         assert any("CSP violation" in e or "Content Security Policy" in e for e in errors), errors
     finally:

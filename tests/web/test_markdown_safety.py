@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import expect
-from tests.web.harness import UiService, allow_console_errors, call, finish, turn
+from tests.web.harness import UiService, allow_console_errors, allow_sanitizer_parse_reports, call, finish, turn
 from tests.web.runview_page import mount, open_host
 
 PAYLOADS: dict[str, str] = {
@@ -98,16 +98,18 @@ def _control_fires(page: Any) -> None:
     """Insert (outside the renderer) an image whose error handler sets a flag, and wait for it: by
     then every hostile image, iframe and media element in the page has had its chance to fire."""
     allow_console_errors(page, r"__missing-control\.png")
-    page.evaluate(
-        """() => { const c = document.createElement('div');
-                   c.innerHTML = '<img src="/static/__missing-control.png" onerror="window.__control = 1">';
-                   document.body.appendChild(c); }"""
+    page.evaluate(  # a listener, not an inline onerror: the page's CSP refuses inline handlers
+        """() => { const img = document.createElement('img');
+                   img.addEventListener('error', () => { window.__control = 1; });
+                   img.src = '/static/__missing-control.png';
+                   document.body.appendChild(img); }"""
     )
-    page.wait_for_function("window.__control === 1")
+    page.wait_for_function("() => window.__control === 1")  # a function: a bare expression needs eval
     page.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
 
 
 def test_hostile_markdown_renders_inert(ui_service: UiService, page: Any) -> None:
+    allow_sanitizer_parse_reports(page)  # the payloads' inline handlers, blocked by the CSP while parsed
     open_host(page)
     dialogs = _arm(page)
     results = page.evaluate(
@@ -183,6 +185,7 @@ def test_a_run_carrying_the_payloads_renders_inert_in_the_inspector_and_cards(
     )
     run_id = ui_service.http.post("/api/runs", json={"task": "Look at the payloads"}).json()["runId"]
     ui_service.run_status(run_id, "success")
+    allow_sanitizer_parse_reports(page)
     open_host(page)
     dialogs = _arm(page)
     mount(page, run_id)
