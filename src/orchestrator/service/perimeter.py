@@ -25,6 +25,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import TypeVar
 from urllib.parse import parse_qs
 
 from hypercorn.typing import (
@@ -210,7 +211,7 @@ def security_headers(host_header: str | None, *, inline_styles: bool = False) ->
 # --- the middleware -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Request:
     """The few request headers the perimeter reads (decoded latin-1, as HTTP defines them)."""
 
@@ -222,18 +223,20 @@ class _Request:
 
 
 def _read_headers(raw: Iterable[tuple[bytes, bytes]]) -> _Request:
-    found: dict[bytes, str] = {}
+    host = origin = authorization = cookie = content_type = None
     for name, value in raw:
-        if name in (b"host", b"origin", b"authorization", b"cookie", b"content-type"):
+        if name == b"host":
+            host = value.decode("latin-1")
+        elif name == b"origin":
+            origin = value.decode("latin-1")
+        elif name == b"authorization":
+            authorization = value.decode("latin-1")
+        elif name == b"cookie":
             text = value.decode("latin-1")
-            found[name] = f"{found[name]}; {text}" if name == b"cookie" and name in found else text
-    return _Request(
-        host=found.get(b"host"),
-        origin=found.get(b"origin"),
-        authorization=found.get(b"authorization"),
-        cookie=found.get(b"cookie"),
-        content_type=found.get(b"content-type"),
-    )
+            cookie = text if cookie is None else f"{cookie}; {text}"
+        elif name == b"content-type":
+            content_type = value.decode("latin-1")
+    return _Request(host, origin, authorization, cookie, content_type)
 
 
 def _public(path: str) -> bool:
@@ -251,6 +254,32 @@ class Perimeter:
         self.app = app
         self.policy = policy
         self.inline_styles = inline_styles
+        # The Host/Origin verdicts and the header block are pure functions of a few header values that
+        # repeat on every request: memoized here (bounded: a flood of odd values only resets them).
+        self._hosts: dict[str | None, bool] = {}
+        self._origins: dict[tuple[str | None, str, str | None], bool] = {}
+        self._headers: dict[str | None, list[tuple[bytes, bytes]]] = {}
+
+    def _host_ok(self, host: str | None) -> bool:
+        verdict = self._hosts.get(host)
+        if verdict is None:
+            verdict = _remember(self._hosts, host, host_allowed(host, self.policy))
+        return verdict
+
+    def _origin_ok(self, origin: str | None, scheme: str, host: str | None) -> bool:
+        if origin is None:
+            return True
+        key = (origin, scheme, host)
+        verdict = self._origins.get(key)
+        if verdict is None:
+            verdict = _remember(self._origins, key, origin_allowed(origin, scheme, host, self.policy))
+        return verdict
+
+    def _extra_headers(self, host: str | None) -> list[tuple[bytes, bytes]]:
+        headers = self._headers.get(host)
+        if headers is None:
+            headers = _remember(self._headers, host, security_headers(host, inline_styles=self.inline_styles))
+        return headers
 
     async def __call__(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         kind = scope["type"]
@@ -273,13 +302,13 @@ class Perimeter:
     async def _http(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         request = _read_headers(scope["headers"])
         scheme, path, method = scope["scheme"], scope["path"], scope["method"]  # type: ignore[typeddict-item]
-        extra = security_headers(request.host, inline_styles=self.inline_styles)
+        extra = self._extra_headers(request.host)
         # a refusal leaves the body unread: tell the client this connection ends, so it sends nothing more on it
         refusal = [*extra, (b"connection", b"close")] if method in _BODY_METHODS else extra
         drainable = receive if method in _BODY_METHODS else None
-        if not host_allowed(request.host, self.policy):
+        if not self._host_ok(request.host):
             return await _deny(send, 403, "forbidden_host", refusal, drainable)
-        if not origin_allowed(request.origin, scheme, request.host, self.policy):
+        if not self._origin_ok(request.origin, scheme, request.host):
             return await _deny(send, 403, "forbidden_origin", refusal, drainable)
         if path == "/" and self.policy.token is not None:
             query = parse_qs(scope["query_string"].decode("latin-1"))  # type: ignore[typeddict-item]
@@ -322,9 +351,7 @@ class Perimeter:
     async def _websocket(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         request = _read_headers(scope["headers"])
         scheme = scope["scheme"]  # type: ignore[typeddict-item]
-        allowed = host_allowed(request.host, self.policy) and origin_allowed(
-            request.origin, scheme, request.host, self.policy
-        )
+        allowed = self._host_ok(request.host) and self._origin_ok(request.origin, scheme, request.host)
         if not allowed:
             await receive()  # websocket.connect
             await send({"type": "websocket.close", "code": 1008, "reason": ""})  # before accept: HTTP 403
@@ -339,6 +366,18 @@ class Perimeter:
 
 #: Request bodies above this size are refused with 413 (Quart's own default limit; tasks are text).
 MAX_BODY_BYTES = 16 << 20
+
+
+_MEMO_LIMIT = 256
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _remember(memo: dict[_K, _V], key: _K, value: _V) -> _V:
+    if len(memo) >= _MEMO_LIMIT:
+        memo.clear()
+    memo[key] = value
+    return value
 
 
 async def _read_body(receive: ASGIReceiveCallable, limit: int) -> bytes | None:
