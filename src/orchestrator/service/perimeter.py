@@ -6,7 +6,7 @@ Every HTTP request and WebSocket handshake passes, in order:
    else 403 ``forbidden_host`` (stops DNS rebinding).
 2. **Origin** — when present, the server's own (the scheme and ``Host`` it was reached at) or one of
    ``ORCHESTRATOR_ALLOWED_ORIGINS``; else 403 ``forbidden_origin`` (stops other sites' pages).
-3. **Token** — everything except ``/static/…`` and ``/favicon.ico`` needs the token, as
+3. **Token** — everything except ``/static/…``, ``/favicon.ico`` and ``/healthz`` needs the token, as
    ``Authorization: Bearer …`` or the cookie that ``GET /?token=…`` sets; else 401 ``unauthorized``
    (the WebSocket is accepted and closed with 1008; ``/`` shows the sign-in page instead).
 4. **JSON only** — a POST/PUT/PATCH with a body must say ``application/json``; else 415 (a body over
@@ -240,7 +240,8 @@ def _read_headers(raw: Iterable[tuple[bytes, bytes]]) -> _Request:
 
 
 def _public(path: str) -> bool:
-    return path.startswith("/static/") or path == "/favicon.ico"
+    """Paths served without the token: the sign-in page's assets and the container's liveness probe."""
+    return path.startswith("/static/") or path in ("/favicon.ico", "/healthz")
 
 
 def _signin_page() -> bytes:
