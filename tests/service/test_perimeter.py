@@ -189,6 +189,15 @@ async def test_bodies_must_be_json(tmp_path: Path) -> None:
         assert [i["task"] for i in await (await client.get("/api/queue", headers=BEARER)).get_json()] == ["from a form"]
 
 
+async def test_an_oversized_body_is_refused_before_the_app(tmp_path: Path) -> None:
+    async with inprocess_app(tmp_path) as (_, client):
+        big = '{"task": "' + "x" * (16 << 20) + '"}'
+        response = await client.post("/api/queue", data=big, headers={**BEARER, "content-type": "application/json"})
+        assert response.status_code == 413
+        assert await response.get_json() == {"ok": False, "error": "too_large"}
+        assert await (await client.get("/api/queue", headers=BEARER)).get_json() == []
+
+
 async def test_token_off_still_checks_host_and_origin(tmp_path: Path) -> None:
     async with inprocess_app(tmp_path, policy=Policy(token=None)) as (_, client):
         assert (await client.get("/api/config")).status_code == 200

@@ -413,8 +413,15 @@ def _replay(body: bytes, receive: ASGIReceiveCallable) -> ASGIReceiveCallable:
 
 
 async def _drain(receive: ASGIReceiveCallable) -> None:
-    """Read and drop a refused request's body (bounded) before the refusal goes out."""
-    await _read_body(receive, MAX_BODY_BYTES)
+    """Read and drop (never keep) a refused request's body, up to the size limit, before the refusal goes out."""
+    read = 0
+    while read <= MAX_BODY_BYTES:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        read += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
 
 
 async def _deny(
