@@ -7,7 +7,8 @@ Both are measured side by side, in interleaved rounds, two ways:
 - **through Hypercorn** — both apps served on loopback ports in this process, one keep-alive
   ``httpx`` client each; what a client sees (the client's own work is in both sides alike);
 - **ASGI direct** — the app called with an in-memory request, no sockets: the middleware against
-  the route's own work only, the strictest view of the same cost.
+  the route's own work only, the strictest view of the same cost; a third app without checks against
+  the second gives the noise floor of this measurement on this machine (through Hypercorn too).
 
 Each block is timed in this process's CPU time (server and client are both in it), which a busy shared
 machine disturbs far less than wall-clock time. The headline is the median over rounds of
@@ -111,12 +112,13 @@ async def main(rounds: int, per_block: int) -> float:
         service = Service(settings, workspace)
         checked = create_app(service, Policy(token=TOKEN))
         open_app = create_app(service, None)
+        control_app = create_app(service, None)  # a second app without checks: the noise floor
         pressure = cpu_pressure()
         began = time.perf_counter()
         async with trio.open_nursery() as nursery:
             service.attach(nursery)
             binds = []
-            for app in (checked, open_app):
+            for app in (checked, open_app, control_app):
                 config = Config()
                 config.bind = ["127.0.0.1:0"]
                 config.accesslog = None
@@ -125,12 +127,16 @@ async def main(rounds: int, per_block: int) -> float:
             async with (
                 httpx.AsyncClient(base_url=binds[0], timeout=30) as on_client,
                 httpx.AsyncClient(base_url=binds[1], timeout=30) as off_client,
+                httpx.AsyncClient(base_url=binds[2], timeout=30) as control_client,
                 checked.test_app(),
                 open_app.test_app(),
+                control_app.test_app(),
             ):
                 contenders = {
                     "http": (partial(_http_request, on_client), partial(_http_request, off_client)),
+                    "http control": (partial(_http_request, control_client), partial(_http_request, off_client)),
                     "asgi": (_asgi_request(checked, "127.0.0.1"), _asgi_request(open_app, "127.0.0.1")),
+                    "control": (_asgi_request(control_app, "127.0.0.1"), _asgi_request(open_app, "127.0.0.1")),
                 }
                 for on, off in contenders.values():  # warm-up: index builds, connections, caches
                     await _timed_block(on, 30)
@@ -144,7 +150,13 @@ async def main(rounds: int, per_block: int) -> float:
             nursery.cancel_scope.cancel()
         print(f"GET {PATH} on a 4,000-event run; {rounds} interleaved rounds of {per_block} requests each")
         headline = 0.0
-        for name, label in (("asgi", "ASGI direct (no sockets)"), ("http", "through Hypercorn, loopback")):
+        rows = (
+            ("asgi", "ASGI direct (no sockets)"),
+            ("control", "ASGI, no checks vs no checks"),
+            ("http", "through Hypercorn, loopback"),
+            ("http control", "Hypercorn, no checks vs none"),
+        )
+        for name, label in rows:
             ratio, on_us, off_us = _ratios(*times[name])
             print(f"  {label:30} checks on {on_us:8.1f} us CPU   off {off_us:8.1f} us CPU   {ratio:5.3f}x")
             if name == "http":
@@ -153,6 +165,8 @@ async def main(rounds: int, per_block: int) -> float:
         print(f"  the checks' own cost per request (ASGI): {asgi_on - asgi_off:+.1f} us")
         print(f"perimeter checks on/off per request, through Hypercorn: {headline:.3f}x (goal <= {GOAL}x)")
         print(f"perimeter checks on/off per request, ASGI direct: {asgi_ratio:.3f}x")
+        floors = _ratios(*times["http control"])[0], _ratios(*times["control"])[0]
+        print(f"noise floor (two apps without checks): through Hypercorn {floors[0]:.3f}x, ASGI {floors[1]:.3f}x")
         print(pressure_note(pressure, time.perf_counter() - began))
         return headline
 
