@@ -247,6 +247,6 @@ async def test_continuation_records_lineage_and_briefs_the_entry_role(tmp_path: 
         )
         requests = await sim.responses_requests()
     assert second.meta.continues_from == first.run_id and second.meta.task == "keep going"
-    message = requests[1]["body"]["input"][2]["content"]
+    message = requests[1]["body"]["input"][1]["content"]
     assert message.startswith("keep going\n\n[Platform briefing")
     assert "Prior task: first task" in message and "first result" in message and first.run_id in message

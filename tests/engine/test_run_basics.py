@@ -88,8 +88,11 @@ async def test_effort_directive_reaches_only_the_entry_role(tmp_path: Path, sim_
         _, events = await run_task(settings, tmp_path, effort="thorough")
         requests = await sim.responses_requests()
     lead_input = requests[0]["body"]["input"]
-    assert lead_input[1] == {"type": "message", "role": "system", "content": effort_directive("thorough")}
-    assert lead_input[2]["content"] == "do the thing"
+    # one system message (fix A): the prompt, then the directive
+    assert lead_input[0]["role"] == "system" and lead_input[0]["content"].endswith(effort_directive("thorough"))
+    assert lead_input[0]["content"].startswith("You are the lead.")
+    assert lead_input[1] == {"type": "message", "role": "user", "content": "do the thing"}
+    assert sum(1 for item in lead_input if item.get("role") == "system") == 1
     helper_texts = json.dumps(requests[1]["body"]["input"])
     assert "Quality level" not in helper_texts
     assert of_type(events, "effort_set") == [{"effort": "thorough"}]
@@ -109,8 +112,8 @@ async def test_reasoning_is_replayed_before_its_turn_items(tmp_path: Path, sim_f
         requests = await sim.responses_requests()
     items = requests[1]["body"]["input"]
     kinds = [i["type"] for i in items]
-    assert kinds[3:] == ["reasoning", "message", "function_call", "function_call_output"]
-    assert items[3]["content"] == [{"type": "reasoning_text", "text": "think first"}]
+    assert kinds[2:] == ["reasoning", "message", "function_call", "function_call_output"]
+    assert items[2]["content"] == [{"type": "reasoning_text", "text": "think first"}]
 
 
 async def test_llm_call_deltas_fold_back_to_the_full_request(tmp_path: Path, sim_for) -> None:

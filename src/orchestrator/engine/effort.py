@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-__all__ = ["CADENCE_FACTOR", "EFFORT_TIERS", "Effort", "effort_directive"]
+__all__ = ["CADENCE_FACTOR", "EFFORT_TIERS", "Effort", "effort_directive", "join_directive"]
 
 Effort = Literal["quick", "standard", "thorough"]
 EFFORT_TIERS: tuple[str, ...] = get_args(Effort)
@@ -14,8 +14,17 @@ CADENCE_FACTOR: dict[str, int] = {"quick": 2, "standard": 4, "thorough": 6}
 
 
 def effort_directive(tier: str) -> str:
-    """The stable system message the entry role receives between its prompt and its task."""
+    """The stable directive line the entry role's system message ends with (see ``join_directive``)."""
     return (
         f"Quality level: {tier} (one of quick, standard, thorough — quick is fastest and most direct; "
         "thorough is slowest and most careful)."
     )
+
+
+def join_directive(system_prompt: str, directive: str) -> str:
+    """The entry role's one system message: its prompt, a blank line, then the effort directive.
+
+    Joined rather than sent as a second system message, because chat templates such as Qwen3.5's
+    refuse any system message that is not the first (llama-server then answers HTTP 500).
+    """
+    return f"{system_prompt.rstrip()}\n\n{directive}"

@@ -25,6 +25,7 @@ __all__ = [
     "interrupt_resolved",
     "llm_call",
     "llm_call_start",
+    "llm_retry",
     "observe",
     "operator_notice",
     "plan_modification",
@@ -85,6 +86,23 @@ def agent_call(parent: str, child: str, depth: int) -> e.AgentCall:
 
 def llm_call_start(frame: RoleFrame) -> e.LlmCallStart:
     return e.LlmCallStart(timestamp=utc_timestamp(), payload=e.RoleRef(role=frame.role, role_id=frame.instance_id))
+
+
+def llm_retry(
+    frame: RoleFrame, *, attempt: int, attempts: int, cause: str, message: str, delay_seconds: float
+) -> e.LlmRetry:
+    return e.LlmRetry(
+        timestamp=utc_timestamp(),
+        payload=e.LlmRetryPayload(
+            role=frame.role,
+            role_id=frame.instance_id,
+            attempt=attempt,
+            attempts=attempts,
+            cause=cause,
+            message=message,
+            delay_seconds=round(delay_seconds, 3),
+        ),
+    )
 
 
 def llm_call(

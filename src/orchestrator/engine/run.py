@@ -23,14 +23,14 @@ from orchestrator.config import Settings
 from orchestrator.engine import events as ev
 from orchestrator.engine.checkpoint import Checkpointer
 from orchestrator.engine.context import compact, effective_budget
-from orchestrator.engine.effort import effort_directive
+from orchestrator.engine.effort import effort_directive, join_directive
 from orchestrator.engine.human import HumanBackend
 from orchestrator.engine.interludes import Interludes
 from orchestrator.engine.interrupts import InterruptQueue
 from orchestrator.engine.reconcile import missing_lifecycle_events
 from orchestrator.engine.state import FinishedRoot, PendingTurn, Rejection, RoleFrame, RunState
-from orchestrator.engine.toolcalls import ToolCalls, encode_json, tool_message
-from orchestrator.llm import ContextRejected, FunctionTool, LlmClient, Unavailable, build_request
+from orchestrator.engine.toolcalls import ToolCalls, encode_json, replayable, tool_message
+from orchestrator.llm import ContextRejected, FunctionTool, LlmClient, RetryNotice, Unavailable, build_request
 from orchestrator.runlog.events import CardError, Message, ResultCard, ToolCall
 from orchestrator.runlog.reader import read_events
 from orchestrator.runlog.writer import RunLog
@@ -42,6 +42,14 @@ BUILTIN_TOOLS = frozenset({"agent", "finish", "context_info", "edit_context"})
 #: A role declaring any of these can change the workspace (``write_plan`` and ``edit_context`` cannot).
 WRITE_TOOLS = frozenset({"write_file", "run_shell", "typecheck", "test"})
 MAX_CONSECUTIVE_REJECTIONS = 3
+#: Turns in a row cut off at the completion limit before the role gives up (``llm_unavailable``).
+MAX_CONSECUTIVE_CUT_OFFS = 3
+
+CUT_OFF_NOTICE = (
+    "[Platform notice — response cut off] Your last response reached the completion limit "
+    "({limit} tokens) before it ended and called no tool, so nothing was done. Answer more briefly: "
+    "call a tool, or `finish` with a short summary."
+)
 
 PRESSURE_NOTICE = (
     "[Platform notice — context pressure] Your conversation is close to the model's context limit. "
@@ -135,12 +143,13 @@ class Run:
         definition = self.settings.guild.roles[role]
         if WRITE_TOOLS.intersection(definition.tools):
             self.state.write_started = True
-        history = [Message(role="system", content=definition.system_prompt)]
+        prompt = definition.system_prompt
         effort = None
         if parent is None if entry is None else entry:
             effort = self.state.effort
-            history.append(Message(role="system", content=effort_directive(effort)))
-        history.append(Message(role="user", content=task))
+            # One system message: templates such as Qwen3.5's refuse a system message after the first.
+            prompt = join_directive(prompt, effort_directive(effort))
+        history = [Message(role="system", content=prompt), Message(role="user", content=task)]
         return RoleFrame(
             instance_id=f"{role}-{depth}-{self.state.registry_counter}",
             role=role,
@@ -258,7 +267,7 @@ class Run:
                     return outcome
                 if outcome is None:
                     continue
-                frame.pending = PendingTurn(assistant=outcome)
+                frame.pending = PendingTurn(assistant=outcome, cut_off=frame.cut_off_turns > 0)
             card = await self._finish_pending(frame)
             if card is not None:
                 return card
@@ -309,8 +318,21 @@ class Run:
         self.log.emit(ev.llm_call_start(frame))
         if self._model_lock.locked():
             raise RuntimeError("a second model request while one is in flight: sequential scheduling broken")
+
+        def on_retry(notice: RetryNotice) -> None:
+            self.log.emit(
+                ev.llm_retry(
+                    frame,
+                    attempt=notice.attempt,
+                    attempts=notice.attempts,
+                    cause=notice.cause,
+                    message=notice.message,
+                    delay_seconds=notice.delay_seconds,
+                )
+            )
+
         async with self._model_lock:
-            outcome = await self.llm.complete(request, self._publisher(frame))
+            outcome = await self.llm.complete(request, self._publisher(frame), on_retry)
         if isinstance(outcome, Unavailable):
             self.log.emit(ev.failure("llm_unavailable", frame, message=outcome.message, attempts=outcome.attempts))
             return _error_card("llm_unavailable", f"the model endpoint failed: {outcome.message}")
@@ -331,11 +353,36 @@ class Run:
         if isinstance(usage.cached_prompt_tokens, int):
             frame.cached_prompt_tokens_total += usage.cached_prompt_tokens
         self._check_pressure(frame, usage.prompt_tokens)
+        if outcome.finish_reason == "length":
+            return self._cut_off(frame, assistant)
+        frame.cut_off_turns = 0
         if not assistant.tool_calls:
             self.log.emit(ev.failure("implicit_finish", frame, message="the response had no tool calls"))
             frame.history.append(assistant)
             return ResultCard(status="success", summary=assistant.content)
         return assistant
+
+    def _cut_off(self, frame: RoleFrame, assistant: Message) -> Message | ResultCard | None:
+        """A response that ended at the completion limit: never a success card, never replayed broken.
+
+        Its calls go ahead (a call cut mid-arguments gets an ``invalid_tool_call`` result saying so);
+        text without calls is kept and followed by a notice asking for a shorter answer. After
+        ``MAX_CONSECUTIVE_CUT_OFFS`` such turns in a row the role ends ``llm_unavailable``.
+        """
+        limit = self.settings.deployment.model.generation.max_tokens
+        frame.cut_off_turns += 1
+        if frame.cut_off_turns >= MAX_CONSECUTIVE_CUT_OFFS:
+            message = (
+                f"the model's response was cut off at the completion limit ({limit} tokens) "
+                f"{frame.cut_off_turns} times in a row; raise model.generation.maxTokens"
+            )
+            self.log.emit(ev.failure("llm_unavailable", frame, message=message, attempts=frame.cut_off_turns))
+            return _error_card("llm_unavailable", message)
+        if assistant.tool_calls:
+            return assistant
+        frame.history.append(assistant)
+        frame.history.append(Message(role="user", content=CUT_OFF_NOTICE.format(limit=limit)))
+        return None
 
     def _check_pressure(self, frame: RoleFrame, prompt_tokens: int) -> None:
         threshold = self.settings.deployment.executor.context_pressure_threshold
@@ -440,7 +487,7 @@ class Run:
             pending.results.append(tool_message(call, content))
             if card is not None:
                 pending.finish_card = card
-        frame.history.append(pending.assistant)
+        frame.history.append(replayable(pending.assistant))
         frame.history.extend(pending.results)
         frame.tool_calls += len(calls)
         frame.pending = None

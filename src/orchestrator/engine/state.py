@@ -28,6 +28,8 @@ class PendingTurn(Base):
     child_id: str | None = None
     child_card: ResultCard | None = None
     finish_card: ResultCard | None = None
+    #: The model's response ended at the completion limit (``length``): a broken call was cut off.
+    cut_off: bool = False
 
 
 class Rejection(Base):
@@ -61,6 +63,8 @@ class RoleFrame(Base):
     pressure_fired: bool = False
     pressure_notice_due: bool = False
     rejection_count: int = 0
+    #: Consecutive turns cut off at the completion limit (``finish_reason`` ``length``).
+    cut_off_turns: int = 0
     parked_rejection: Rejection | None = None
     compaction_sizes: list[int] = []
     stalled_compactions: int = 0

@@ -34,7 +34,7 @@ from orchestrator.tools.validate import SchemaCache, parse_arguments
 if TYPE_CHECKING:
     from orchestrator.engine.run import Run
 
-__all__ = ["ToolCalls", "encode_json", "tool_message"]
+__all__ = ["REPLAYED_INVALID_ARGUMENTS", "ToolCalls", "encode_json", "replayable", "tool_message"]
 
 _encoder = msgspec.json.Encoder()
 CHECKER_TOOLS = frozenset({"typecheck", "test"})
@@ -47,6 +47,35 @@ def encode_json(value: object) -> str:
 
 def tool_message(call: ToolCall, content: str) -> Message:
     return Message(role="tool", content=content, tool_call_id=call.id)
+
+
+#: What a call whose arguments are not a JSON object carries in the conversation from then on.
+REPLAYED_INVALID_ARGUMENTS = "{}"
+
+
+def _is_object(arguments: str) -> bool:
+    return bool(arguments.strip()) and isinstance(parse_arguments(arguments), dict)
+
+
+def replayable(assistant: Message) -> Message:
+    """``assistant`` as it may be replayed to the model: every call's arguments a JSON object.
+
+    Arguments that are not one (cut off by the completion limit, malformed, empty) are replaced by
+    ``{}``: an endpoint that renders the history through a template (llama-server) parses them and
+    would refuse every later request with HTTP 500. The call's ``invalid_tool_call`` result says so,
+    and the log keeps the text as received.
+    """
+    calls = [
+        call
+        if _is_object(call.function.arguments)
+        else msgspec.structs.replace(
+            call, function=msgspec.structs.replace(call.function, arguments=REPLAYED_INVALID_ARGUMENTS)
+        )
+        for call in assistant.tool_calls
+    ]
+    if all(new is old for new, old in zip(calls, assistant.tool_calls, strict=True)):
+        return assistant
+    return msgspec.structs.replace(assistant, tool_calls=calls)
 
 
 class ToolCalls:
@@ -88,7 +117,16 @@ class ToolCalls:
             return ToolOutcome(failure("unknown_tool", message)), None
         arguments = parse_arguments(call.function.arguments)
         if isinstance(arguments, ToolResult):
-            run.log.emit(ev.failure("invalid_tool_call", frame, tool=name, message=arguments.message or ""))
+            message = arguments.message or "invalid arguments"
+            if pending.cut_off:
+                limit = run.settings.deployment.model.generation.max_tokens
+                message += (
+                    f". Your response was cut off at the completion limit ({limit} tokens) inside these "
+                    "arguments: send shorter ones (split big content over several calls)"
+                )
+            message += f". The call was not run; this conversation shows its arguments as {REPLAYED_INVALID_ARGUMENTS}"
+            arguments = msgspec.structs.replace(arguments, message=message)
+            run.log.emit(ev.failure("invalid_tool_call", frame, tool=name, message=message))
             return ToolOutcome(arguments), None
         invalid = self._schemas.check(name, arguments)
         if invalid is not None:

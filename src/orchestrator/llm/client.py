@@ -23,13 +23,15 @@ import trio
 
 from orchestrator.errors import ConfigError
 from orchestrator.llm.sse import SseDecoder
-from orchestrator.llm.wire import AttemptFailed, DeltaField, ResponsesRequest, Turn, TurnAssembler
+from orchestrator.llm.wire import AttemptFailed, DeltaField, FailureCause, ResponsesRequest, Turn, TurnAssembler
 
 __all__ = [
     "ContextRejected",
     "LlmClient",
     "LlmTimeouts",
+    "OnRetry",
     "Publish",
+    "RetryNotice",
     "TurnOutcome",
     "Unavailable",
     "timeouts_from_env",
@@ -37,6 +39,24 @@ __all__ = [
 
 #: ``publish(field, text, reset)``: one streamed delta; ``reset`` marks the first delta of an attempt.
 Publish = Callable[[DeltaField, str, bool], None]
+
+
+class RetryNotice(msgspec.Struct, frozen=True, kw_only=True):
+    """One failed attempt that will be retried after ``delay_seconds``.
+
+    ``attempt`` counts the attempts made so far (1-based) out of ``attempts``; a ``loading`` failure
+    (the server answered ``503 Loading model``) is waited out without using up an attempt.
+    """
+
+    attempt: int
+    attempts: int
+    cause: FailureCause
+    message: str
+    delay_seconds: float
+
+
+#: Told about every failed attempt that will be retried (the engine logs it); must not raise.
+OnRetry = Callable[[RetryNotice], None]
 
 
 class ContextRejected(msgspec.Struct, kw_only=True):
@@ -65,12 +85,17 @@ class LlmTimeouts:
     attempts: int = 4
     backoff_seconds: float = 1.0
     backoff_cap_seconds: float = 30.0
+    #: How long a server answering ``503 Loading model`` is waited for before the turn gives up.
+    load_wait_seconds: float = 600.0
 
 
 _HTTPX_TIMEOUT = httpx.Timeout(connect=10.0, read=None, write=30.0, pool=30.0)
 _json = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 _TOKENS_IN_MESSAGE = re.compile(r"(\d+)\s+tokens")
+_LOADING = re.compile(rb"loading model", re.IGNORECASE)
+#: HTTP error text kept: the head and the tail (llama-server puts the cause at the end).
+ERROR_HEAD, ERROR_TAIL = 200, 600
 
 
 class LlmClient:
@@ -94,46 +119,74 @@ class LlmClient:
         with trio.CancelScope(shield=True):
             await self._http.aclose()
 
-    async def complete(self, request: ResponsesRequest, publish: Publish | None = None) -> TurnOutcome:
+    async def complete(
+        self, request: ResponsesRequest, publish: Publish | None = None, on_retry: OnRetry | None = None
+    ) -> TurnOutcome:
         """Run one model turn, retrying failed attempts with exponential backoff.
+
+        ``on_retry`` hears about every failed attempt that is retried (before the pause). A server
+        still loading its model (``503 Loading model``) is waited for up to ``load_wait_seconds``
+        without using up attempts. A completion that used the whole ``max_output_tokens`` counts as
+        a ``length`` finish whatever status the server reported.
 
         Cancellation: propagates; the open response is closed first, so the server sees a disconnect.
         """
         body = _encoder.encode(request)
         last = "no attempt made"
         limits = self.timeouts
-        for attempt in range(1, limits.attempts + 1):
+        attempt = 0
+        loading_waited, loading_waits = 0.0, 0
+        while attempt < limits.attempts:
+            attempt += 1
             try:
-                return await self._attempt(body, publish)
+                return await self._attempt(body, publish, request.max_output_tokens)
             except _Rejected as rejected:
                 return ContextRejected(prompt_tokens=rejected.prompt_tokens, message=str(rejected))
             except AttemptFailed as failure:
                 last = str(failure)
                 if not failure.retry:
                     return Unavailable(message=last, attempts=attempt)
-            if attempt < limits.attempts:
-                await trio.sleep(min(limits.backoff_cap_seconds, limits.backoff_seconds * 2 ** (attempt - 1)))
-        return Unavailable(message=last, attempts=limits.attempts)
+                cause = failure.cause
+            if cause == "loading" and loading_waited < limits.load_wait_seconds:
+                attempt -= 1  # waiting for a model to load is not a failed attempt
+                delay = min(limits.backoff_cap_seconds, limits.backoff_seconds * 2 ** min(loading_waits, 16))
+                delay = min(delay, limits.load_wait_seconds - loading_waited)
+                loading_waits += 1
+                loading_waited += delay
+            elif attempt < limits.attempts:
+                delay = min(limits.backoff_cap_seconds, limits.backoff_seconds * 2 ** (attempt - 1))
+            else:
+                break
+            if on_retry is not None:
+                on_retry(
+                    RetryNotice(
+                        attempt=attempt, attempts=limits.attempts, cause=cause, message=last, delay_seconds=delay
+                    )
+                )
+            await trio.sleep(delay)
+        return Unavailable(message=last, attempts=attempt)
 
-    async def _attempt(self, body: bytes, publish: Publish | None) -> Turn:
+    async def _attempt(self, body: bytes, publish: Publish | None, max_output_tokens: int | None) -> Turn:
         limits = self.timeouts
         request = self._http.build_request("POST", self.url, content=body)
         with trio.move_on_after(limits.headers_seconds) as headers_deadline:
             try:
                 response = await self._http.send(request, stream=True)
             except httpx.HTTPError as exc:
-                raise AttemptFailed(f"request failed: {type(exc).__name__}: {exc}") from exc
+                raise AttemptFailed(f"request failed: {type(exc).__name__}: {exc}", cause="network") from exc
         if headers_deadline.cancelled_caught:
-            raise AttemptFailed(f"no response headers within {limits.headers_seconds:g}s")
+            raise AttemptFailed(f"no response headers within {limits.headers_seconds:g}s", cause="stall")
         try:
             if response.status_code != 200:
                 raise await self._http_error(response)
-            return await self._read_stream(response, publish)
+            return await self._read_stream(response, publish, max_output_tokens)
         finally:
             with trio.CancelScope(shield=True):
                 await response.aclose()
 
-    async def _read_stream(self, response: httpx.Response, publish: Publish | None) -> Turn:
+    async def _read_stream(
+        self, response: httpx.Response, publish: Publish | None, max_output_tokens: int | None
+    ) -> Turn:
         limits = self.timeouts
         first = True
 
@@ -157,9 +210,16 @@ class LlmClient:
             except httpx.HTTPError as exc:
                 raise AttemptFailed(f"stream broke: {type(exc).__name__}: {exc}") from exc
         if chunk_idle.cancelled_caught:
-            raise AttemptFailed(f"stream idle for {limits.idle_seconds:g}s")
+            raise AttemptFailed(f"stream idle for {limits.idle_seconds:g}s", cause="stall")
         if turn is None:
             raise AttemptFailed("stream ended without a terminal response event")
+        if (
+            max_output_tokens
+            and turn.usage.completion_tokens >= max_output_tokens
+            and turn.finish_reason in ("stop", "tool_calls")
+        ):
+            # llama-server reports `completed` even when the budget cut the completion off.
+            turn.finish_reason = "length"
         if not turn.content and not turn.tool_calls:
             if turn.finish_reason == "length":
                 raise AttemptFailed(
@@ -167,7 +227,7 @@ class LlmClient:
                     "raise model.generation.maxTokens",
                     retry=False,
                 )
-            raise AttemptFailed(f"empty completion (finish_reason {turn.finish_reason})")
+            raise AttemptFailed(f"empty completion (finish_reason {turn.finish_reason})", cause="empty")
         if turn.finish_reason == "error":
             raise AttemptFailed("endpoint finished the turn with an error")
         return turn
@@ -182,8 +242,19 @@ class LlmClient:
         rejected = _context_rejection(response.status_code, raw)
         if rejected is not None:
             return rejected
-        text = raw[:300].decode("utf-8", "replace")
-        return AttemptFailed(f"HTTP {response.status_code}: {text}")
+        cause: FailureCause = "loading" if response.status_code == 503 and _LOADING.search(raw) else "http"
+        return AttemptFailed(f"HTTP {response.status_code}: {error_excerpt(raw)}", cause=cause)
+
+
+def error_excerpt(raw: bytes) -> str:
+    """An HTTP error body for a message: whole if short, else its head and its tail around an ellipsis.
+
+    llama-server puts the cause of a template failure at the end of a long message.
+    """
+    text = raw.decode("utf-8", "replace")
+    if len(text) <= ERROR_HEAD + ERROR_TAIL + 20:
+        return text
+    return f"{text[:ERROR_HEAD]} … [{len(text) - ERROR_HEAD - ERROR_TAIL} chars] … {text[-ERROR_TAIL:]}"
 
 
 class _Rejected(Exception):

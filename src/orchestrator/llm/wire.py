@@ -18,6 +18,7 @@ from orchestrator.runlog.events import FunctionCall, Message, ToolCall, Usage
 
 __all__ = [
     "AttemptFailed",
+    "FailureCause",
     "FunctionTool",
     "ResponsesRequest",
     "Turn",
@@ -125,109 +126,184 @@ class Turn(msgspec.Struct, kw_only=True):
     finish_reason: str | None
 
 
+#: Why an attempt failed: no headers / an idle stream, a network error, an HTTP error status, the server
+#: still loading its model (``503 Loading model``), a broken or failed stream, an empty completion.
+FailureCause = Literal["stall", "network", "http", "loading", "stream", "empty"]
+
+
 class AttemptFailed(Exception):
     """This attempt produced no usable turn; ``retry`` says whether another attempt may help."""
 
-    def __init__(self, message: str, *, retry: bool = True) -> None:
+    def __init__(self, message: str, *, retry: bool = True, cause: FailureCause = "stream") -> None:
         super().__init__(message)
         self.retry = retry
+        self.cause: FailureCause = cause
 
 
 DeltaField = Literal["content", "reasoning"]
 _event_decoder = msgspec.json.Decoder(dict[str, Any])
 
 
+class _Item:
+    """One output item being assembled: its kind, streamed pieces, and what ``output_item.done`` said."""
+
+    __slots__ = ("arguments", "call_id", "final", "kind", "name", "pieces")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.pieces: list[str] = []
+        self.final: str | None = None
+        self.call_id: str | None = None
+        self.name: str | None = None
+        self.arguments: str | None = None
+
+    def text(self) -> str:
+        return self.final if self.final is not None else "".join(self.pieces)
+
+
+_DELTA_KINDS = {
+    "response.output_text.delta": "message",
+    "response.reasoning_text.delta": "reasoning",
+    "response.reasoning_summary_text.delta": "reasoning",
+    "response.function_call_arguments.delta": "function_call",
+}
+
+
 class TurnAssembler:
     """Fold one attempt's stream events into a ``Turn``.
 
-    ``on_delta(field, text)`` is called for every content/reasoning delta as it arrives. Items are
-    finalised from ``output_item.done`` when the server sends it (authoritative), else from the deltas.
+    Items are keyed by ``item_id`` (an ``output_item``'s ``id``) and kept in the order their
+    ``output_item.added`` arrived; ``output_index`` is only a fallback key, because llama-server sends
+    none (and several parallel calls would otherwise collapse into one). An event with neither belongs
+    to the latest item of its kind. ``on_delta(field, text)`` is called for every content/reasoning
+    delta as it arrives. Items are finalised from ``output_item.done`` when the server sends it
+    (authoritative), else from the deltas. A bare ``data: {"error": ...}`` frame (no ``event:`` line,
+    as llama-server sends mid-stream) fails the attempt with that error's message.
     """
 
     def __init__(self, on_delta: Callable[[DeltaField, str], None] | None = None) -> None:
         self._on_delta = on_delta
-        self._content: dict[int, list[str]] = {}
-        self._reasoning: dict[int, list[str]] = {}
-        self._calls: dict[int, dict[str, Any]] = {}
-        self._final_text: dict[int, str] = {}
-        self._final_reasoning: dict[int, str] = {}
+        self._items: dict[str, _Item] = {}
+        self._by_index: dict[int, str] = {}
         self.turn: Turn | None = None
 
     def feed(self, event_type: str, data: str) -> Turn | None:
         """Handle one SSE event; returns the ``Turn`` at the terminal event.
 
-        Raises ``AttemptFailed`` for ``response.failed``, ``error`` events and unparsable payloads.
+        Raises ``AttemptFailed`` for ``response.failed``, ``error`` events and frames, and unparsable payloads.
         """
         try:
             body = _event_decoder.decode(data) if data else {}
         except (msgspec.DecodeError, RecursionError) as exc:
             raise AttemptFailed(f"unparsable stream event {event_type!r}: {exc}") from exc
         kind = body.get("type") or event_type
-        index = int(body.get("output_index") or 0)
-        if kind == "response.output_text.delta":
-            self._delta(self._content, index, "content", body.get("delta", ""))
-        elif kind in ("response.reasoning_text.delta", "response.reasoning_summary_text.delta"):
-            self._delta(self._reasoning, index, "reasoning", body.get("delta", ""))
+        if kind in _DELTA_KINDS:
+            item = self._find(body, _DELTA_KINDS[kind])
+            text = body.get("delta", "")
+            if isinstance(text, str) and text:
+                item.pieces.append(text)
+                if self._on_delta is not None and item.kind != "function_call":
+                    self._on_delta("reasoning" if item.kind == "reasoning" else "content", text)
         elif kind == "response.output_item.added":
-            self._item(index, body.get("item") or {}, final=False)
-        elif kind == "response.function_call_arguments.delta":
-            call = self._calls.setdefault(index, {"arguments": []})
-            call.setdefault("arguments", []).append(body.get("delta", ""))
+            self._added(body)
         elif kind == "response.function_call_arguments.done":
-            call = self._calls.setdefault(index, {"arguments": []})
-            call["arguments"] = [body.get("arguments", "")]
+            arguments = body.get("arguments")
+            if isinstance(arguments, str):
+                self._find(body, "function_call").arguments = arguments
         elif kind == "response.output_item.done":
-            self._item(index, body.get("item") or {}, final=True)
+            self._done(body)
         elif kind in ("response.completed", "response.incomplete"):
             self.turn = self._finish(body.get("response") or {})
             return self.turn
         elif kind == "response.failed":
             error = (body.get("response") or {}).get("error") or {}
-            raise AttemptFailed(f"endpoint reported failure: {error.get('message') or error or 'no detail'}")
+            raise AttemptFailed(f"endpoint reported failure: {_error_text(error) or 'no detail'}")
         elif kind == "error":
-            raise AttemptFailed(f"endpoint stream error: {body.get('message') or body.get('code') or data}")
+            raise AttemptFailed(f"endpoint stream error: {_error_text(body) or data}")
+        elif "error" in body and "type" not in body:
+            raise AttemptFailed(f"endpoint stream error: {_error_text(body['error']) or data}")
         return None
 
-    def _delta(self, target: dict[int, list[str]], index: int, field: DeltaField, text: str) -> None:
-        if not text:
-            return
-        target.setdefault(index, []).append(text)
-        if self._on_delta is not None:
-            self._on_delta(field, text)
+    def _key(self, body: dict[str, Any], item_id: object) -> str | None:
+        if isinstance(item_id, str) and item_id:
+            return item_id
+        index = body.get("output_index")
+        if isinstance(index, int) and index in self._by_index:
+            return self._by_index[index]
+        return None
 
-    def _item(self, index: int, item: dict[str, Any], *, final: bool) -> None:
-        kind = item.get("type")
-        if kind == "function_call":
-            call = self._calls.setdefault(index, {"arguments": []})
-            call["call_id"] = item.get("call_id") or item.get("id") or call.get("call_id")
-            call["name"] = item.get("name") or call.get("name")
-            if final and isinstance(item.get("arguments"), str):
-                call["arguments"] = [item["arguments"]]
-        elif final and kind == "message":
-            parts = [p.get("text", "") for p in item.get("content") or [] if p.get("type") == "output_text"]
-            self._final_text[index] = "".join(parts)
-        elif final and kind == "reasoning":
+    def _new(self, key: str | None, kind: str, body: dict[str, Any]) -> _Item:
+        key = key or f"#{len(self._items)}"
+        item = self._items.setdefault(key, _Item(kind))
+        index = body.get("output_index")
+        if isinstance(index, int):
+            self._by_index.setdefault(index, key)
+        return item
+
+    def _find(self, body: dict[str, Any], kind: str) -> _Item:
+        """The item an event without its own ``item`` belongs to (created if the server skipped ``added``)."""
+        key = self._key(body, body.get("item_id"))
+        if key is not None and key in self._items:
+            return self._items[key]
+        if key is None:
+            latest = next((i for i in reversed(self._items.values()) if i.kind == kind), None)
+            if latest is not None:
+                return latest
+        return self._new(key, kind, body)
+
+    def _added(self, body: dict[str, Any]) -> None:
+        raw = body.get("item")
+        item = raw if isinstance(raw, dict) else {}
+        key = self._key(body, item.get("id"))
+        entry = self._new(key, str(item.get("type") or ""), body)
+        self._describe(entry, item)
+
+    def _done(self, body: dict[str, Any]) -> None:
+        raw = body.get("item")
+        item = raw if isinstance(raw, dict) else {}
+        kind = str(item.get("type") or "")
+        key = self._key(body, item.get("id"))
+        if key is None or key not in self._items:
+            # No id: the latest open item of this kind, else a new item.
+            entry = next((i for i in reversed(self._items.values()) if i.kind == kind), None)
+            entry = entry if entry is not None and key is None else self._new(key, kind, body)
+        else:
+            entry = self._items[key]
+        self._describe(entry, item)
+        if kind == "function_call" and isinstance(item.get("arguments"), str):
+            entry.arguments = item["arguments"]
+        elif kind == "message":
+            parts = [p.get("text", "") for p in item.get("content") or [] if isinstance(p, dict)]
+            entry.final = "".join(p for p in parts if isinstance(p, str))
+        elif kind == "reasoning":
             parts = [p.get("text", "") for p in item.get("content") or [] if isinstance(p, dict)]
             if not any(parts):
                 parts = [p.get("text", "") for p in item.get("summary") or [] if isinstance(p, dict)]
             if any(parts):
-                self._final_reasoning[index] = "".join(parts)
+                entry.final = "".join(p for p in parts if isinstance(p, str))
+
+    @staticmethod
+    def _describe(entry: _Item, item: dict[str, Any]) -> None:
+        if item.get("type"):
+            entry.kind = str(item["type"])
+        if entry.kind == "function_call":
+            entry.call_id = item.get("call_id") or entry.call_id or item.get("id")
+            entry.name = item.get("name") or entry.name
 
     def _finish(self, response: dict[str, Any]) -> Turn:
-        content = "".join(
-            self._final_text.get(i, "".join(self._content.get(i, [])))
-            for i in sorted(set(self._content) | set(self._final_text))
-        )
-        reasoning = "".join(
-            self._final_reasoning.get(i, "".join(self._reasoning.get(i, [])))
-            for i in sorted(set(self._reasoning) | set(self._final_reasoning))
-        )
+        items = list(self._items.values())
+        content = "".join(i.text() for i in items if i.kind == "message")
+        reasoning = "".join(i.text() for i in items if i.kind == "reasoning")
         calls = [
             ToolCall(
-                id=str(call.get("call_id") or f"call_{i}"),
-                function=FunctionCall(name=str(call.get("name") or ""), arguments="".join(call["arguments"])),
+                id=str(item.call_id or f"call_{n}"),
+                function=FunctionCall(
+                    name=str(item.name or ""),
+                    arguments=item.arguments if item.arguments is not None else "".join(item.pieces),
+                ),
             )
-            for i, call in sorted(self._calls.items())
+            for n, item in enumerate(items)
+            if item.kind == "function_call"
         ]
         return Turn(
             content=content,
@@ -236,6 +312,13 @@ class TurnAssembler:
             usage=_usage(response.get("usage") or {}),
             finish_reason=_finish_reason(response, bool(calls)),
         )
+
+
+def _error_text(error: object) -> str:
+    """The message of an error object (``{"message": ..., "code": ...}``), or its text."""
+    if isinstance(error, dict):
+        return str(error.get("message") or error.get("code") or "")
+    return str(error or "")
 
 
 def _usage(raw: dict[str, Any]) -> Usage:

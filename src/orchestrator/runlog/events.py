@@ -36,6 +36,8 @@ __all__ = [
     "InvalidToolCall",
     "LlmCall",
     "LlmCallStart",
+    "LlmRetry",
+    "LlmRetryPayload",
     "LlmUnavailable",
     "LogRecord",
     "Message",
@@ -190,6 +192,23 @@ class RoleRef(Base):
 
 class LlmCallStart(Event, tag="llm_call_start"):
     payload: RoleRef
+
+
+class LlmRetryPayload(Base):
+    """A model attempt failed and will be retried after ``delay_seconds`` (``cause``: stall, network,
+    http, loading, stream or empty)."""
+
+    role: str
+    role_id: str
+    attempt: int
+    attempts: int
+    cause: str
+    message: str
+    delay_seconds: float
+
+
+class LlmRetry(Event, tag="llm_retry"):
+    payload: LlmRetryPayload
 
 
 class LlmCallPayload(Base):
@@ -407,6 +426,7 @@ RunEvent = (
     | RoleFinished
     | AgentCall
     | LlmCallStart
+    | LlmRetry
     | LlmCall
     | ToolCallEvent
     | ToolResultEvent

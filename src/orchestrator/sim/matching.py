@@ -172,9 +172,10 @@ def estimate_prompt_tokens(request: SimRequest, chars_per_token: float) -> int:
     return _tokens(chars, chars_per_token)
 
 
-def exceeds_context(prompt_tokens: int, request: SimRequest, context_window: int) -> bool:
-    """llama-server's rule: reject when prompt >= context window - max_output_tokens (missing = 0)."""
-    return prompt_tokens >= context_window - (request.max_output_tokens or 0)
+def exceeds_context(prompt_tokens: int, request: SimRequest, context_window: int, *, reserve: bool = True) -> bool:
+    """Reject when prompt >= context window - max_output_tokens (missing = 0); without ``reserve``
+    (the llama-server flavor, as observed) only when the prompt alone reaches the window."""
+    return prompt_tokens >= context_window - ((request.max_output_tokens or 0) if reserve else 0)
 
 
 def tool_arguments(call: ToolCall) -> str:

@@ -18,6 +18,7 @@ from orchestrator.schema import StrictBase
 __all__ = [
     "Expect",
     "Fail",
+    "Flavor",
     "ModelsSpec",
     "ScriptError",
     "SimScript",
@@ -126,18 +127,48 @@ class ModelsSpec(StrictBase):
     status: HttpStatus = 200
 
 
+class Flavor(StrictBase, frozen=True):
+    """Whose wire habits the sim imitates (see ``docs/sim-model.md``, "Flavors").
+
+    ``openai`` (the default) follows the OpenAI Responses API to the letter; ``llama-server`` reproduces
+    what llama.cpp's server was observed to send. The other keys only matter for ``llama-server``.
+    """
+
+    name: Literal["openai", "llama-server"] = "openai"
+    #: Answer ``503 Loading model`` on every endpoint for this long after the server started.
+    loading_ms: NonNegInt = 0
+    #: The chat template refuses a system message after position 0 (Qwen3.5-style): HTTP 500.
+    system_first: bool = False
+    #: ``GET /props`` reports a chat template that can render tools (``chat_template_caps``).
+    supports_tools: bool = True
+    #: The model id ``/v1/models`` lists (llama-server lists the ``-m`` path); default ``/models/<model>.gguf``.
+    model_path: str | None = None
+    #: Parallel slots (``-np``): reported by ``/props``; ``contextWindow`` is the per-slot ``n_ctx``.
+    parallel: PosInt = 1
+    #: The training context ``/v1/models`` reports as ``meta.n_ctx_train``.
+    n_ctx_train: PosInt = 8192
+
+
 class SimScript(StrictBase):
     """A whole script: the model's identity, its context window, and the ordered turns."""
 
     model: str = "sim"
+    flavor: Flavor = Flavor()
     context_window: PosInt = 32768
     chars_per_token: Annotated[float, msgspec.Meta(gt=0)] = 4
     on_exhausted: Literal["error", "finish"] = "error"
     models: ModelsSpec | None = None
     turns: list[Turn] = []
 
+    @property
+    def llama(self) -> bool:
+        """True for the ``llama-server`` flavor."""
+        return self.flavor.name == "llama-server"
+
     def model_ids(self) -> list[str]:
         """The ids ``GET /v1/models`` lists."""
+        if self.llama and (self.models is None or self.models.ids is None):
+            return [self.flavor.model_path or f"/models/{self.model}.gguf"]
         if self.models is None or self.models.ids is None:
             return [self.model]
         return list(self.models.ids)

@@ -7,6 +7,7 @@ trio worker.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import Any
@@ -19,6 +20,7 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from orchestrator.sim.events import ResponseMeta, SseEvent, build_stream
+from orchestrator.sim.llama import LOADING_MESSAGE, build_llama_stream, llama_models, llama_props, request_problem
 from orchestrator.sim.matching import (
     SimRequest,
     decode_request,
@@ -58,10 +60,15 @@ class SimState:
     def reset(self, script: SimScript) -> None:
         """Install ``script`` and forget consumption, recorded requests and id counters."""
         self.script = script
+        self.loaded_at = time.monotonic() + script.flavor.loading_ms / 1000
         self.consumed = [False] * len(script.turns)
         self.requests: list[dict[str, Any]] = []
         self.responses = 0
         self.calls = 0
+
+    def loading(self) -> bool:
+        """True while the ``llama-server`` flavor is still "loading its model"."""
+        return self.script.llama and time.monotonic() < self.loaded_at
 
     def record(self, path: str, body: Any, turn: int | None, status: int, *, completed: bool = True) -> dict[str, Any]:
         """Note one request; ``completed`` turns true once a streamed answer was sent to its end (a
@@ -119,6 +126,8 @@ def _models(state: SimState) -> Response:
     spec = script.models_spec()
     if spec.status != 200:
         return _error(spec.status, f"sim: scripted /v1/models failure (HTTP {spec.status})")
+    if script.llama:
+        return _json(llama_models(script))
     data: list[dict[str, Any]] = []
     for model_id in script.model_ids():
         entry: dict[str, Any] = {"id": model_id, "object": "model", "created": 0, "owned_by": "llamacpp"}
@@ -151,7 +160,13 @@ async def _respond(state: SimState) -> Response:
 
     script = state.script
     estimate = estimate_prompt_tokens(req, script.chars_per_token)
-    if exceeds_context(estimate, req, script.context_window):
+    if script.llama:
+        problem = request_problem(req, script.flavor.system_first)
+        if problem is not None:
+            state.record(path, raw, None, 500)
+            return _error(500, problem)
+    # llama-server refuses only a prompt that does not fit at all; OpenAI also counts the reservation.
+    if exceeds_context(estimate, req, script.context_window, reserve=not script.llama):
         state.record(path, raw, None, 400)
         return _context_error(estimate, script.context_window)
 
@@ -188,7 +203,8 @@ async def _respond(state: SimState) -> Response:
         max_output_tokens=req.max_output_tokens,
         temperature=req.temperature,
     )
-    plan = build_stream(emitted, meta, resolve_usage(emitted, estimate, script), first_call=state.calls + 1)
+    build = build_llama_stream if script.llama else build_stream
+    plan = build(emitted, meta, resolve_usage(emitted, estimate, script), first_call=state.calls + 1)
     state.calls += plan.calls_used
     entry = state.record(path, raw, index, 200, completed=not req.stream)
 
@@ -220,11 +236,22 @@ def create_sim_app(script: SimScript) -> QuartTrio:
     state = SimState(script)
     app.extensions["sim"] = state
 
+    def loading() -> Response | None:
+        return _error(503, LOADING_MESSAGE) if state.loading() else None
+
     async def responses() -> Response:
-        return await _respond(state)
+        return loading() or await _respond(state)
 
     async def models() -> Response:
-        return _models(state)
+        return loading() or _models(state)
+
+    async def props() -> Response:
+        if not state.script.llama:
+            return _error(404, "File Not Found")
+        return loading() or _json(llama_props(state.script))
+
+    async def health() -> Response:
+        return loading() or _json({"status": "ok"})
 
     async def get_requests() -> Response:
         return _json(state.requests)
@@ -245,6 +272,8 @@ def create_sim_app(script: SimScript) -> QuartTrio:
         app.add_url_rule(rule, f"responses{rule}", responses, methods=["POST"])
     for rule in ("/v1/models", "/models"):
         app.add_url_rule(rule, f"models{rule}", models, methods=["GET"])
+    app.add_url_rule("/props", "props", props, methods=["GET"])
+    app.add_url_rule("/health", "health", health, methods=["GET"])
     app.add_url_rule("/_sim/requests", "get_requests", get_requests, methods=["GET"])
     app.add_url_rule("/_sim/requests", "clear_requests", clear_requests, methods=["DELETE"])
     app.add_url_rule("/_sim/script", "replace_script", replace_script, methods=["POST"])
