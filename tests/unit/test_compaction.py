@@ -13,7 +13,11 @@ from hypothesis import strategies as st
 from orchestrator.engine.context import (
     CHARS_PER_TOKEN,
     COMPACTION_TARGET,
+    MESSAGE_TOKENS,
+    TEMPLATE_TOKENS,
+    TOOL_CHARS_PER_TOKEN,
     Compaction,
+    PromptEstimate,
     compact,
     effective_budget,
     message_chars,
@@ -128,7 +132,8 @@ def test_a_history_under_the_target_comes_back_whole() -> None:
     assert result is not None
     assert result.history == history
     assert (result.dropped_messages, result.truncated_tool_messages, result.stripped_reasoning_messages) == (0, 0, 0)
-    assert result.estimated_prompt_tokens == math.ceil(_chars(history) / CHARS_PER_TOKEN)
+    expected = TEMPLATE_TOKENS + MESSAGE_TOKENS * len(history) + math.ceil(_chars(history) / CHARS_PER_TOKEN)
+    assert result.estimated_prompt_tokens == expected
 
 
 def test_the_oldest_turns_go_first_and_the_preamble_stays() -> None:
@@ -149,8 +154,30 @@ def test_the_reported_prompt_size_calibrates_the_estimate() -> None:
     window = math.ceil(chars / CHARS_PER_TOKEN)
     result = compact(history, preamble=2, reported_prompt_tokens=reported, context_window=window, max_tokens=10)
     assert result is not None
-    assert result.estimated_prompt_tokens == math.ceil(_chars(result.history) * reported / chars)
+    overhead = TEMPLATE_TOKENS + MESSAGE_TOKENS * len(history)
+    rate = (reported - overhead) / chars
+    kept = result.history
+    assert result.estimated_prompt_tokens == TEMPLATE_TOKENS + MESSAGE_TOKENS * len(kept) + math.ceil(
+        _chars(kept) * rate
+    )
     assert result.estimated_prompt_tokens <= window - 10
+
+
+def test_tool_schemas_and_the_template_count_in_the_estimate() -> None:
+    """Fix F: the case from issue 13 (the old rule said 417 where llama-server counted 902)."""
+    history = [*_preamble(), Message(role="user", content="x" * (417 * 4 - 80))]
+    old_rule = math.ceil(_chars(history) / CHARS_PER_TOKEN)
+    assert old_rule == 417
+    estimate = PromptEstimate.calibrated(history, tools_chars=1026, reported=None).tokens(history)
+    assert estimate == 417 + TEMPLATE_TOKENS + 3 * MESSAGE_TOKENS + math.ceil(1026 / TOOL_CHARS_PER_TOKEN)
+    assert 0.9 * 902 <= estimate <= 1.1 * 902
+
+
+def test_a_report_below_the_assumed_overhead_falls_back_to_a_plain_rate() -> None:
+    history = [*_preamble(), Message(role="user", content="y" * 4000)]
+    estimate = PromptEstimate.calibrated(history, tools_chars=3000, reported=500)
+    assert (estimate.fixed, estimate.per_message) == (0, 0)
+    assert estimate.tokens(history) == 500
 
 
 def test_a_single_oversized_turn_has_its_tool_results_truncated() -> None:
@@ -225,8 +252,20 @@ def _histories(draw: st.DrawFn) -> tuple[list[Message], int]:
     return history, preamble
 
 
-def _tokens_per_char(history: Sequence[Message], reported: int | None) -> float:
-    return reported / max(1, _chars(history)) if reported else 1 / CHARS_PER_TOKEN
+def _rate(history: Sequence[Message], reported: int | None) -> tuple[int, int, float]:
+    """The oracle's (fixed, per message, tokens per char) for a history sent without tools."""
+    chars = max(1, _chars(history))
+    if not reported:
+        return TEMPLATE_TOKENS, MESSAGE_TOKENS, 1 / CHARS_PER_TOKEN
+    variable = reported - TEMPLATE_TOKENS - MESSAGE_TOKENS * len(history)
+    if variable * 16 >= chars:
+        return TEMPLATE_TOKENS, MESSAGE_TOKENS, variable / chars
+    return 0, 0, reported / chars
+
+
+def _oracle(history: Sequence[Message], reported: int | None, chars: int, messages: int) -> int:
+    fixed, per_message, rate = _rate(history, reported)
+    return fixed + per_message * messages + math.ceil(chars * rate)
 
 
 def _check_pairs(history: Sequence[Message], start: int) -> None:
@@ -294,7 +333,7 @@ def _check_result(
         a.reasoning is not None and b.reasoning is None for a, b in zip(tail, body, strict=True)
     )
     # (e) the estimate fits the window minus the completion reservation
-    estimate = math.ceil(_chars(kept) * _tokens_per_char(history, reported))
+    estimate = _oracle(history, reported, _chars(kept), len(kept))
     assert result.estimated_prompt_tokens == estimate
     assert estimate <= window - max_tokens
 
@@ -312,7 +351,7 @@ def _least_possible(history: list[Message], preamble: int, reported: int | None)
             chars -= len(message.content) - min(len(message.content), len(_truncations(message.content)[-1]))
         if message.reasoning and i != last:
             chars -= len(message.reasoning)
-    return math.ceil(chars * _tokens_per_char(history, reported))
+    return _oracle(history, reported, chars, preamble + len(rest))
 
 
 _reported = st.none() | st.integers(1, 60_000)

@@ -21,6 +21,7 @@ __all__ = [
     "Compaction",
     "EditError",
     "EditOp",
+    "PromptEstimate",
     "apply_edits",
     "compact",
     "effective_budget",
@@ -31,6 +32,12 @@ __all__ = [
 
 CHARS_PER_TOKEN = 4.0
 COMPACTION_TARGET = 0.7
+#: The chat template's fixed text (a tool-calling preamble such as Qwen2.5's is ~90 tokens).
+TEMPLATE_TOKENS = 100
+#: Per message: the template's role markers and separators.
+MESSAGE_TOKENS = 6
+#: Tool schemas are JSON, which tokenizes denser than prose.
+TOOL_CHARS_PER_TOKEN = 3.0
 _TRUNCATED_TOOL_CHARS = (2000, 500, 120)
 
 
@@ -82,6 +89,39 @@ def turn_groups(history: Sequence[Message], start: int) -> list[range]:
     return groups
 
 
+class PromptEstimate(msgspec.Struct, frozen=True, kw_only=True):
+    """A request's prompt size from its characters: ``fixed`` + ``per_message`` × messages + chars × rate.
+
+    ``fixed`` is the template overhead plus the tool schemas (which ride along on every request);
+    ``tokens_per_char`` is calibrated from a size the endpoint reported, when there is one.
+    """
+
+    fixed: int
+    per_message: int
+    tokens_per_char: float
+
+    def tokens(self, messages: Sequence[Message]) -> int:
+        return self.fixed + self.per_message * len(messages) + math.ceil(history_chars(messages) * self.tokens_per_char)
+
+    @classmethod
+    def calibrated(cls, history: Sequence[Message], tools_chars: int, reported: int | None) -> PromptEstimate:
+        """The estimate for ``history`` sent with ``tools_chars`` of tool schemas (pure).
+
+        Without a report: ~4 chars/token for the messages, ~3 for the schemas, plus the template.
+        With one, the message rate is whatever makes the estimate of ``history`` equal the report;
+        when the report is below the assumed overhead (a leaner template), the overhead is dropped and
+        the whole report is spread over the characters, as before.
+        """
+        fixed = TEMPLATE_TOKENS + math.ceil(tools_chars / TOOL_CHARS_PER_TOKEN)
+        chars = max(1, history_chars(history))
+        if not reported or reported <= 0:
+            return cls(fixed=fixed, per_message=MESSAGE_TOKENS, tokens_per_char=1.0 / CHARS_PER_TOKEN)
+        variable = reported - fixed - MESSAGE_TOKENS * len(history)
+        if variable * 16 >= chars:  # at least 1 token per 16 chars left for the text itself
+            return cls(fixed=fixed, per_message=MESSAGE_TOKENS, tokens_per_char=variable / chars)
+        return cls(fixed=0, per_message=0, tokens_per_char=reported / chars)
+
+
 class Compaction(msgspec.Struct, kw_only=True):
     history: list[Message]
     dropped_messages: int
@@ -97,24 +137,20 @@ def compact(
     reported_prompt_tokens: int | None,
     context_window: int,
     max_tokens: int,
+    tools_chars: int = 0,
 ) -> Compaction | None:
     """The naive backstop after a context rejection: drop oldest turns, truncate, strip reasoning last.
 
-    Tokens are estimated from characters, calibrated by the endpoint's reported prompt size for the
-    rejected request (else 4 chars/token). The goal is 70 % of the context window; the result is
-    accepted if it at least fits the window minus the completion reservation. Returns ``None`` when even
-    the undeletable remainder (preamble + the most recent turn) cannot fit.
+    Tokens are estimated by ``PromptEstimate``: the template overhead and the role's tool schemas
+    (``tools_chars`` of JSON) count on top of the messages, whose rate is calibrated by the endpoint's
+    reported prompt size for the rejected request (else 4 chars/token). The goal is 70 % of the context
+    window; the result is accepted if it at least fits the window minus the completion reservation.
+    Returns ``None`` when even the undeletable remainder (preamble + the most recent turn) cannot fit.
     """
-    total_chars = max(1, history_chars(history))
-    if reported_prompt_tokens and reported_prompt_tokens > 0:
-        tokens_per_char = reported_prompt_tokens / total_chars
-    else:
-        tokens_per_char = 1.0 / CHARS_PER_TOKEN
+    rate = PromptEstimate.calibrated(history, tools_chars, reported_prompt_tokens)
     limit = context_window - max_tokens
     target = min(COMPACTION_TARGET * context_window, limit)
-
-    def estimate(messages: Sequence[Message]) -> int:
-        return math.ceil(history_chars(messages) * tokens_per_char)
+    estimate = rate.tokens
 
     head = list(history[:preamble])
     groups = turn_groups(history, preamble)

@@ -38,6 +38,7 @@ from orchestrator.tools.base import NativeTool, failure, success
 
 __all__ = ["BUILTIN_TOOLS", "DeltaSink", "Run", "StreamDelta"]
 
+_ENCODER = msgspec.json.Encoder()
 BUILTIN_TOOLS = frozenset({"agent", "finish", "context_info", "edit_context"})
 #: A role declaring any of these can change the workspace (``write_plan`` and ``edit_context`` cannot).
 WRITE_TOOLS = frozenset({"write_file", "run_shell", "typecheck", "test"})
@@ -429,6 +430,7 @@ class Run:
             reported_prompt_tokens=reported,
             context_window=window,
             max_tokens=model.generation.max_tokens,
+            tools_chars=len(_ENCODER.encode(self._role_tools.get(frame.role, []))),
         )
         if compaction is None:
             return _error_card(

@@ -240,7 +240,11 @@ def create_sim_app(script: SimScript) -> QuartTrio:
         return _error(503, LOADING_MESSAGE) if state.loading() else None
 
     async def responses() -> Response:
-        return loading() or await _respond(state)
+        refused = loading()
+        if refused is not None:
+            state.record(request.path, None, None, 503)
+            return refused
+        return await _respond(state)
 
     async def models() -> Response:
         return loading() or _models(state)
