@@ -1,4 +1,11 @@
-"""The startup model probe: ask ``GET {apiBase}/models`` once, then complete the model's name and window.
+"""The model probe: ask ``GET {apiBase}/models``, then complete the model's name and window.
+
+The listing is fetched with a few retries and backoff (:func:`fetch_models_retrying`); a server that
+answers ``503 Loading model`` can be waited for, each wait told to ``on_notice``. A llama-server's
+``GET /props`` is read too: a chat template that cannot render tools (``chat_template_caps``) is a
+``tools_problem`` on the resulting :class:`ModelStatus`, and runs refuse to start on it (a run whose
+tools are silently dropped can only "succeed" doing nothing). :func:`refresh_model` re-runs the probe
+on demand (the service does, before a run, while the last probe failed) and never raises.
 
 The fetch (:func:`fetch_models`) turns every failure into a value: an unreachable endpoint, a timeout, an
 HTTP error status or an unparseable body all mean "boot on the configured values". The resolution
@@ -10,6 +17,7 @@ could not be probed or did not report it, and where to set the value.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -18,20 +26,50 @@ import trio
 
 from orchestrator.config.deployment import ModelConfig
 from orchestrator.config.secrets import scrub
-from orchestrator.config.settings import Settings
+from orchestrator.config.settings import ModelStatus, Settings
 from orchestrator.errors import ConfigError
 
 __all__ = [
     "DEFAULT_PROBE_TIMEOUT",
+    "ModelNotReady",
+    "Notice",
     "ProbeOutcome",
     "ServedModel",
     "fetch_models",
+    "fetch_models_retrying",
+    "fetch_tool_support",
     "parse_model_list",
     "probe_model",
+    "refresh_model",
     "resolve_model",
 ]
 
 DEFAULT_PROBE_TIMEOUT = 5.0
+DEFAULT_PROBE_ATTEMPTS = 3
+DEFAULT_PROBE_BACKOFF = 0.5
+PROBE_BACKOFF_CAP = 30.0
+
+#: Told about every retry and every wait for a loading model (``check``/``serve`` print it to stderr).
+Notice = Callable[[str], None]
+
+TOOLS_PROBLEM = (
+    "the model server's chat template cannot render tools (GET {url}: chat_template_caps.supports_tools "
+    "is false), so the server drops every tool and no role could ever act; runs refuse to start. Start "
+    "llama-server with --jinja and a tool-capable template (--chat-template-file, e.g. llama.cpp's "
+    "models/templates/Qwen-Qwen2.5-7B-Instruct.jinja)"
+)
+
+
+class ModelNotReady(ConfigError):
+    """Needed model fields are missing because the model API could not be probed (down or loading).
+
+    ``serve`` keeps probing in the background instead of staying on the error page for good.
+    """
+
+    def __init__(self, problems: list[str], status: ModelStatus) -> None:
+        super().__init__(problems)
+        self.status = status
+
 
 _WHERE = {
     "name": ("model.name", "ORCHESTRATOR_MODEL"),
@@ -52,6 +90,19 @@ class ProbeOutcome(msgspec.Struct, frozen=True, kw_only=True):
     url: str
     models: list[ServedModel] | None = None
     failure: str | None = None
+    #: The HTTP status of a failed fetch, if it got one.
+    status: int | None = None
+    #: The server answered ``503 Loading model``: it is up, its model is not.
+    loading: bool = False
+
+    @property
+    def retryable(self) -> bool:
+        """A failure another try may fix: no answer, a 5xx (loading included); not a 4xx or a bad body."""
+        return (
+            self.models is None
+            and (self.status is None or self.status >= 500)
+            and not (self.failure or "").startswith("unparseable")
+        )
 
     def describe(self) -> str:
         """One startup note stating the outcome (never the API key: it travels in a header only)."""
@@ -62,21 +113,140 @@ class ProbeOutcome(msgspec.Struct, frozen=True, kw_only=True):
         return f"model probe: GET {self.url} listed {len(self.models)} model(s): {ids}{more}"
 
 
-async def probe_model(settings: Settings, *, timeout: float = DEFAULT_PROBE_TIMEOUT) -> Settings:  # noqa: ASYNC109
-    """Probe the model API once and return new settings with ``name`` and ``context_window`` resolved.
+async def probe_model(
+    settings: Settings,
+    *,
+    timeout: float = DEFAULT_PROBE_TIMEOUT,  # noqa: ASYNC109
+    attempts: int = DEFAULT_PROBE_ATTEMPTS,
+    backoff_seconds: float = DEFAULT_PROBE_BACKOFF,
+    load_wait_seconds: float = 0.0,
+    on_notice: Notice | None = None,
+) -> Settings:
+    """Probe the model API and return new settings with ``name``, ``context_window`` and ``model_status``.
 
-    The outcome and every resolution decision are appended to ``notes``. Bounded by ``timeout`` seconds
-    overall. Cancellation: nothing is changed; the caller's settings stay as they were.
-    Raises: ``ConfigError`` when a needed field is still missing or several models are served unnamed.
+    The listing is fetched up to ``attempts`` times with exponential backoff (``timeout`` seconds
+    each); ``503 Loading model`` is waited for up to ``load_wait_seconds`` more. The outcome and every
+    resolution decision are appended to ``notes``. Cancellation: nothing is changed.
+    Raises: ``ModelNotReady`` when a needed field is missing because the API could not be probed;
+    ``ConfigError`` when it is missing otherwise, or several models are served unnamed.
     """
     model = settings.deployment.model
-    outcome = await fetch_models(model.api_base, settings.api_key, seconds=timeout)
+    outcome = await fetch_models_retrying(
+        model.api_base,
+        settings.api_key,
+        seconds=timeout,
+        attempts=attempts,
+        backoff_seconds=backoff_seconds,
+        load_wait_seconds=load_wait_seconds,
+        on_notice=on_notice,
+    )
     resolved, notes, problems = resolve_model(model, outcome)
+    status = ModelStatus(
+        reachable=outcome.models is not None,
+        message=scrub([outcome.describe()], settings.api_key)[0],
+        loading=outcome.loading,
+    )
+    if outcome.models is not None:
+        problem = await _tools_problem(model.api_base, settings.api_key, timeout)
+        if problem is not None:
+            status = msgspec.structs.replace(status, tools_problem=problem)
+            notes.append(f"WARNING: {problem}")
+            if on_notice is not None:
+                on_notice(f"WARNING: {problem}")
     if problems:
+        if outcome.models is None:
+            raise ModelNotReady(scrub(problems, settings.api_key), status)
         raise ConfigError(scrub(problems, settings.api_key))
     deployment = msgspec.structs.replace(settings.deployment, model=resolved)
     notes = scrub([outcome.describe(), *notes], settings.api_key)
-    return msgspec.structs.replace(settings, deployment=deployment, notes=[*settings.notes, *notes])
+    return msgspec.structs.replace(
+        settings, deployment=deployment, notes=[*settings.notes, *notes], model_status=status
+    )
+
+
+async def refresh_model(settings: Settings, *, timeout: float = DEFAULT_PROBE_TIMEOUT) -> Settings:  # noqa: ASYNC109
+    """Probe again (one attempt, no waiting) and return the updated settings; never raises.
+
+    A probe that still fails, or finds a problem, leaves the model fields as they were and only
+    updates ``model_status``. Cancellation: propagates (nothing to undo).
+    """
+    try:
+        return await probe_model(settings, timeout=timeout, attempts=1)
+    except ModelNotReady as exc:
+        return msgspec.structs.replace(settings, model_status=exc.status)
+    except ConfigError as exc:
+        message = "; ".join(scrub(exc.problems, settings.api_key))
+        return msgspec.structs.replace(settings, model_status=ModelStatus(reachable=True, message=message))
+
+
+async def fetch_models_retrying(
+    api_base: str,
+    api_key: str | None,
+    *,
+    seconds: float,
+    attempts: int = DEFAULT_PROBE_ATTEMPTS,
+    backoff_seconds: float = DEFAULT_PROBE_BACKOFF,
+    load_wait_seconds: float = 0.0,
+    on_notice: Notice | None = None,
+) -> ProbeOutcome:
+    """``fetch_models`` until it succeeds, a failure is not worth retrying, or the attempts run out.
+
+    A ``503 Loading model`` answer is waited out for up to ``load_wait_seconds`` (on top of the
+    attempts, which the waits do not use up). Every retry and wait is told to ``on_notice`` first.
+    """
+    waited, attempt, waits = 0.0, 0, 0
+    while True:
+        attempt += 1
+        outcome = await fetch_models(api_base, api_key, seconds=seconds)
+        if outcome.models is not None:
+            return outcome
+        if outcome.loading and waited < load_wait_seconds:
+            attempt -= 1
+            delay = min(PROBE_BACKOFF_CAP, backoff_seconds * 2**waits, load_wait_seconds - waited)
+            waits += 1
+            waited += delay
+            notice = (
+                f"model probe: the model server at {outcome.url} is still loading its model; "
+                f"waiting ({waited:g}s of up to {load_wait_seconds:g}s)"
+            )
+        elif attempt < attempts and outcome.retryable:
+            delay = min(PROBE_BACKOFF_CAP, backoff_seconds * 2 ** (attempt - 1))
+            notice = f"model probe: GET {outcome.url} failed ({outcome.failure}); retrying in {delay:g}s"
+        else:
+            return outcome
+        if on_notice is not None:
+            on_notice(notice)
+        await trio.sleep(delay)
+
+
+async def _tools_problem(api_base: str, api_key: str | None, seconds: float) -> str | None:
+    supported = await fetch_tool_support(api_base, api_key, seconds=seconds)
+    if supported is not False:
+        return None
+    return TOOLS_PROBLEM.format(url=_props_url(api_base))
+
+
+def _props_url(api_base: str) -> str:
+    return api_base.rstrip("/").removesuffix("/v1") + "/props"
+
+
+async def fetch_tool_support(api_base: str, api_key: str | None, *, seconds: float) -> bool | None:
+    """llama-server's ``GET /props`` → ``chat_template_caps.supports_tools``; ``None`` when not reported.
+
+    Any other server (no such route, another shape, no answer) is ``None``: nothing is known.
+    """
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    with trio.move_on_after(seconds):
+        try:
+            async with httpx.AsyncClient(timeout=seconds) as client:
+                response = await client.get(_props_url(api_base), headers=headers)
+            document = msgspec.json.decode(response.content) if response.is_success else None
+        except (httpx.HTTPError, httpx.InvalidURL, msgspec.DecodeError):
+            return None
+        caps = document.get("chat_template_caps") if isinstance(document, dict) else None
+        supported = caps.get("supports_tools") if isinstance(caps, dict) else None
+        return supported if isinstance(supported, bool) else None
+    return None
 
 
 async def fetch_models(api_base: str, api_key: str | None, *, seconds: float) -> ProbeOutcome:
@@ -94,7 +264,10 @@ async def fetch_models(api_base: str, api_key: str | None, *, seconds: float) ->
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             return ProbeOutcome(url=url, failure=_describe_error(exc))
         if not response.is_success:
-            return ProbeOutcome(url=url, failure=f"HTTP {response.status_code}")
+            code = response.status_code
+            if code == 503 and b"loading model" in response.content.lower():
+                return ProbeOutcome(url=url, failure="HTTP 503: Loading model", status=code, loading=True)
+            return ProbeOutcome(url=url, failure=f"HTTP {code}", status=code)
         try:
             return ProbeOutcome(url=url, models=parse_model_list(response.content))
         except ValueError as exc:

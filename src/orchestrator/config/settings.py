@@ -33,6 +33,7 @@ __all__ = [
     "WORKSPACE_DEPLOYMENT_FILE",
     "WORKSPACE_GUILD_DIR",
     "ConfigPaths",
+    "ModelStatus",
     "Settings",
     "load_config",
     "load_settings",
@@ -48,6 +49,20 @@ WORKSPACE_GUILD_DIR = Path("guild")
 WORKSPACE_DEPLOYMENT_FILE = Path("deployment/deployment.json")
 
 
+class ModelStatus(Base):
+    """What the last model probe found (see ``config/probe.py``): shown by ``check`` and ``/api/config``.
+
+    ``reachable`` is false when the listing could not be fetched (down, loading, HTTP error);
+    ``loading`` when the server answered ``503 Loading model``; ``tools_problem`` names a chat
+    template that cannot render tools (llama-server's ``GET /props``) — runs refuse to start then.
+    """
+
+    reachable: bool
+    message: str
+    loading: bool = False
+    tools_problem: str | None = None
+
+
 class Settings(Base):
     """Everything startup resolved. ``api_key`` is the secret itself; it never appears in ``repr``."""
 
@@ -60,6 +75,8 @@ class Settings(Base):
     # Where each path came from (see ``ConfigPaths``); ``None`` when the caller passed paths directly.
     guild_source: str | None = None
     deployment_source: str | None = None
+    #: The last model probe's finding; ``None`` when the model was not probed (``check --no-probe``).
+    model_status: ModelStatus | None = None
 
     def __repr__(self) -> str:
         key = REDACTED if self.api_key is not None else None
@@ -260,6 +277,7 @@ def render_settings(settings: Settings) -> dict[str, Any]:
         "guildDir": str(settings.guild_dir),
         "deploymentSource": settings.deployment_source,
         "guildSource": settings.guild_source,
+        "modelStatus": None if settings.model_status is None else _builtins(settings.model_status),
         "model": {
             "name": model.name,
             "apiBase": model.api_base,

@@ -22,42 +22,27 @@ import trio
 from orchestrator.config import Settings
 from orchestrator.engine import events as ev
 from orchestrator.engine.checkpoint import Checkpointer
-from orchestrator.engine.context import compact, effective_budget
+from orchestrator.engine.context import effective_budget
 from orchestrator.engine.effort import effort_directive, join_directive
 from orchestrator.engine.human import HumanBackend
 from orchestrator.engine.interludes import Interludes
 from orchestrator.engine.interrupts import InterruptQueue
+from orchestrator.engine.limits import PRESSURE_NOTICE, TurnLimits
+from orchestrator.engine.limits import error_card as _error_card
 from orchestrator.engine.reconcile import missing_lifecycle_events
-from orchestrator.engine.state import FinishedRoot, PendingTurn, Rejection, RoleFrame, RunState
+from orchestrator.engine.state import FinishedRoot, PendingTurn, RoleFrame, RunState
 from orchestrator.engine.toolcalls import ToolCalls, encode_json, replayable, tool_message
 from orchestrator.llm import ContextRejected, FunctionTool, LlmClient, RetryNotice, Unavailable, build_request
-from orchestrator.runlog.events import CardError, Message, ResultCard, ToolCall
+from orchestrator.runlog.events import Message, ResultCard, ToolCall
 from orchestrator.runlog.reader import read_events
 from orchestrator.runlog.writer import RunLog
 from orchestrator.tools.base import NativeTool, failure, success
 
 __all__ = ["BUILTIN_TOOLS", "DeltaSink", "Run", "StreamDelta"]
 
-_ENCODER = msgspec.json.Encoder()
 BUILTIN_TOOLS = frozenset({"agent", "finish", "context_info", "edit_context"})
 #: A role declaring any of these can change the workspace (``write_plan`` and ``edit_context`` cannot).
 WRITE_TOOLS = frozenset({"write_file", "run_shell", "typecheck", "test"})
-MAX_CONSECUTIVE_REJECTIONS = 3
-#: Turns in a row cut off at the completion limit before the role gives up (``llm_unavailable``).
-MAX_CONSECUTIVE_CUT_OFFS = 3
-
-CUT_OFF_NOTICE = (
-    "[Platform notice — response cut off] Your last response reached the completion limit "
-    "({limit} tokens) before it ended and called no tool, so nothing was done. Answer more briefly: "
-    "call a tool, or `finish` with a short summary."
-)
-
-PRESSURE_NOTICE = (
-    "[Platform notice — context pressure] Your conversation is close to the model's context limit. "
-    'Do not start new work. Call `finish` now with status "error" and error.kind "context_handoff", '
-    "and write the summary as a handoff brief for a fresh agent that will continue: what is done, what "
-    "remains, the key file paths, the decisions made, and the immediate next step."
-)
 
 
 class StreamDelta(msgspec.Struct, kw_only=True):
@@ -111,6 +96,7 @@ class Run:
         self.interrupts = interrupts or InterruptQueue()
         self.human = human
         self.interludes = Interludes(self)
+        self.limits = TurnLimits(self)
         #: > 0 while a handler interlude is on the stack: its effects land in the next write.
         self.checkpoint_suppressed = 0
         self.registry: dict[str, _Registered] = {}
@@ -130,6 +116,10 @@ class Run:
             ]
             for name, role in guild.roles.items()
         }
+
+    def role_tools(self, role: str) -> list[FunctionTool]:
+        """The tool schemas a role's requests carry."""
+        return self._role_tools.get(role, [])
 
     # --- entry ---------------------------------------------------------------------------------
 
@@ -308,6 +298,10 @@ class Run:
     async def _model_turn(self, frame: RoleFrame) -> Message | ResultCard | None:
         """One request. Returns the assistant message, a card that ends the role, or ``None`` to retry
         after an in-place compaction."""
+        status = self.settings.model_status
+        if status is not None and status.tools_problem:  # fix J: the server would drop every tool
+            self.log.emit(ev.failure("llm_unavailable", frame, message=status.tools_problem, attempts=0))
+            return _error_card("llm_unavailable", status.tools_problem)
         model = self.settings.deployment.model
         request = build_request(
             model=model.name or "",
@@ -338,7 +332,7 @@ class Run:
             self.log.emit(ev.failure("llm_unavailable", frame, message=outcome.message, attempts=outcome.attempts))
             return _error_card("llm_unavailable", f"the model endpoint failed: {outcome.message}")
         if isinstance(outcome, ContextRejected):
-            return self._rejected(frame, outcome)
+            return self.limits.rejected(frame, outcome)
         frame.rejection_count = 0
         usage = outcome.usage
         assistant = Message(
@@ -353,9 +347,9 @@ class Run:
         frame.completion_tokens += usage.completion_tokens
         if isinstance(usage.cached_prompt_tokens, int):
             frame.cached_prompt_tokens_total += usage.cached_prompt_tokens
-        self._check_pressure(frame, usage.prompt_tokens)
+        self.limits.check_pressure(frame, usage.prompt_tokens)
         if outcome.finish_reason == "length":
-            return self._cut_off(frame, assistant)
+            return self.limits.cut_off(frame, assistant)
         frame.cut_off_turns = 0
         if not assistant.tool_calls:
             self.log.emit(ev.failure("implicit_finish", frame, message="the response had no tool calls"))
@@ -363,96 +357,9 @@ class Run:
             return ResultCard(status="success", summary=assistant.content)
         return assistant
 
-    def _cut_off(self, frame: RoleFrame, assistant: Message) -> Message | ResultCard | None:
-        """A response that ended at the completion limit: never a success card, never replayed broken.
-
-        Its calls go ahead (a call cut mid-arguments gets an ``invalid_tool_call`` result saying so);
-        text without calls is kept and followed by a notice asking for a shorter answer. After
-        ``MAX_CONSECUTIVE_CUT_OFFS`` such turns in a row the role ends ``llm_unavailable``.
-        """
-        limit = self.settings.deployment.model.generation.max_tokens
-        frame.cut_off_turns += 1
-        if frame.cut_off_turns >= MAX_CONSECUTIVE_CUT_OFFS:
-            message = (
-                f"the model's response was cut off at the completion limit ({limit} tokens) "
-                f"{frame.cut_off_turns} times in a row; raise model.generation.maxTokens"
-            )
-            self.log.emit(ev.failure("llm_unavailable", frame, message=message, attempts=frame.cut_off_turns))
-            return _error_card("llm_unavailable", message)
-        if assistant.tool_calls:
-            return assistant
-        frame.history.append(assistant)
-        frame.history.append(Message(role="user", content=CUT_OFF_NOTICE.format(limit=limit)))
-        return None
-
-    def _check_pressure(self, frame: RoleFrame, prompt_tokens: int) -> None:
-        threshold = self.settings.deployment.executor.context_pressure_threshold
-        budget = self.budget
-        if not frame.pressure_fired and prompt_tokens >= threshold * budget:
-            frame.pressure_fired = True
-            frame.pressure_notice_due = True
-            self.log.emit(ev.context_pressure(frame, prompt_tokens, budget))
-
-    def _rejected(self, frame: RoleFrame, rejection: ContextRejected) -> ResultCard | None:
-        """A context-size rejection: count it, learn the ceiling, then either park it for the context
-        handler (at the next safe point) or compact in place with the naive backstop."""
-        frame.rejection_count += 1
-        reported = rejection.prompt_tokens
-        if reported:
-            ceiling = self.state.learned_ceiling
-            self.state.learned_ceiling = reported if ceiling is None else min(ceiling, reported)
-        self.log.emit(
-            ev.failure(
-                "context_budget_exceeded",
-                frame,
-                message=rejection.message,
-                prompt_tokens=reported,
-                rejections=frame.rejection_count,
-            )
-        )
-        if frame.rejection_count >= MAX_CONSECUTIVE_REJECTIONS:
-            return _error_card(
-                "context_budget_exceeded",
-                f"the prompt was rejected as too long {frame.rejection_count} times in a row",
-            )
-        if self.settings.deployment.executor.context_handler_role and frame.handler_for is None:
-            frame.parked_rejection = Rejection(prompt_tokens=reported, message=rejection.message)
-            return None
-        return self.backstop(frame, reported)
-
     def backstop(self, frame: RoleFrame, reported: int | None) -> ResultCard | None:
-        """The naive in-place compaction; a card when even the remainder cannot fit."""
-        model = self.settings.deployment.model
-        window = model.context_window or 0
-        compaction = compact(
-            frame.history,
-            preamble=frame.preamble,
-            reported_prompt_tokens=reported,
-            context_window=window,
-            max_tokens=model.generation.max_tokens,
-            tools_chars=len(_ENCODER.encode(self._role_tools.get(frame.role, []))),
-        )
-        if compaction is None:
-            return _error_card(
-                "context_budget_exceeded", "even the system prompt, the task and the last turn do not fit the window"
-            )
-        frame.history = compaction.history
-        frame.logged_upto = 0
-        frame.history_epoch += 1
-        self.log.emit(ev.context_compacted(frame, compaction, window))
-        frame.history.append(
-            Message(
-                role="user",
-                content=(
-                    "[Platform notice — context window exceeded] Your last request did not fit the model's "
-                    f"context window. To continue, {compaction.dropped_messages} older messages were removed, "
-                    f"{compaction.truncated_tool_messages} tool results were shortened and reasoning was removed "
-                    f"from {compaction.stripped_reasoning_messages} messages. Re-read anything you still need, "
-                    "or finish honestly with what you have."
-                ),
-            )
-        )
-        return None
+        """The naive in-place compaction (see ``TurnLimits.backstop``)."""
+        return self.limits.backstop(frame, reported)
 
     def _publisher(self, frame: RoleFrame) -> Callable[[str, str, bool], None] | None:
         sink = self.on_delta
@@ -540,7 +447,3 @@ class Run:
         pending.awaiting = pending.child_id = pending.child_card = None
         self.log.emit(ev.tool_result(frame, call.function.name, success(msgspec.to_builtins(card))))
         return self.tools.for_conversation(encode_json(card))
-
-
-def _error_card(kind: str, message: str) -> ResultCard:
-    return ResultCard(status="error", summary=message, error=CardError(kind=kind, message=message))

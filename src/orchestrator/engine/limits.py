@@ -1,0 +1,151 @@
+"""How a model turn that did not simply work out is handled: cut-offs, context rejections, pressure.
+
+``TurnLimits`` is the run's policy for three limits: the completion limit (a response cut off at
+``maxTokens``), the context window (a rejected request: park it for the context handler or compact in
+place with the naive backstop) and the pressure threshold (a one-shot handoff notice).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from orchestrator.engine import events as ev
+from orchestrator.engine.context import compact
+from orchestrator.engine.state import Rejection, RoleFrame
+from orchestrator.llm import ContextRejected
+from orchestrator.runlog.events import CardError, Message, ResultCard
+
+if TYPE_CHECKING:
+    from orchestrator.engine.run import Run
+
+__all__ = [
+    "CUT_OFF_NOTICE",
+    "MAX_CONSECUTIVE_CUT_OFFS",
+    "MAX_CONSECUTIVE_REJECTIONS",
+    "PRESSURE_NOTICE",
+    "TurnLimits",
+    "error_card",
+]
+
+_ENCODER = msgspec.json.Encoder()
+
+MAX_CONSECUTIVE_REJECTIONS = 3
+#: Turns in a row cut off at the completion limit before the role gives up (``llm_unavailable``).
+MAX_CONSECUTIVE_CUT_OFFS = 3
+
+CUT_OFF_NOTICE = (
+    "[Platform notice — response cut off] Your last response reached the completion limit "
+    "({limit} tokens) before it ended and called no tool, so nothing was done. Answer more briefly: "
+    "call a tool, or `finish` with a short summary."
+)
+
+PRESSURE_NOTICE = (
+    "[Platform notice — context pressure] Your conversation is close to the model's context limit. "
+    'Do not start new work. Call `finish` now with status "error" and error.kind "context_handoff", '
+    "and write the summary as a handoff brief for a fresh agent that will continue: what is done, what "
+    "remains, the key file paths, the decisions made, and the immediate next step."
+)
+
+
+def error_card(kind: str, message: str) -> ResultCard:
+    return ResultCard(status="error", summary=message, error=CardError(kind=kind, message=message))
+
+
+class TurnLimits:
+    """The run's handling of cut-off, rejected and oversized turns (the run owns one)."""
+
+    def __init__(self, run: Run) -> None:
+        self._run = run
+
+    def cut_off(self, frame: RoleFrame, assistant: Message) -> Message | ResultCard | None:
+        """A response that ended at the completion limit: never a success card, never replayed broken.
+
+        Its calls go ahead (a call cut mid-arguments gets an ``invalid_tool_call`` result saying so);
+        text without calls is kept and followed by a notice asking for a shorter answer. After
+        ``MAX_CONSECUTIVE_CUT_OFFS`` such turns in a row the role ends ``llm_unavailable``.
+        """
+        limit = self._run.settings.deployment.model.generation.max_tokens
+        frame.cut_off_turns += 1
+        if frame.cut_off_turns >= MAX_CONSECUTIVE_CUT_OFFS:
+            message = (
+                f"the model's response was cut off at the completion limit ({limit} tokens) "
+                f"{frame.cut_off_turns} times in a row; raise model.generation.maxTokens"
+            )
+            self._run.log.emit(ev.failure("llm_unavailable", frame, message=message, attempts=frame.cut_off_turns))
+            return error_card("llm_unavailable", message)
+        if assistant.tool_calls:
+            return assistant
+        frame.history.append(assistant)
+        frame.history.append(Message(role="user", content=CUT_OFF_NOTICE.format(limit=limit)))
+        return None
+
+    def check_pressure(self, frame: RoleFrame, prompt_tokens: int) -> None:
+        threshold = self._run.settings.deployment.executor.context_pressure_threshold
+        budget = self._run.budget
+        if not frame.pressure_fired and prompt_tokens >= threshold * budget:
+            frame.pressure_fired = True
+            frame.pressure_notice_due = True
+            self._run.log.emit(ev.context_pressure(frame, prompt_tokens, budget))
+
+    def rejected(self, frame: RoleFrame, rejection: ContextRejected) -> ResultCard | None:
+        """A context-size rejection: count it, learn the ceiling, then either park it for the context
+        handler (at the next safe point) or compact in place with the naive backstop."""
+        frame.rejection_count += 1
+        reported = rejection.prompt_tokens
+        if reported:
+            ceiling = self._run.state.learned_ceiling
+            self._run.state.learned_ceiling = reported if ceiling is None else min(ceiling, reported)
+        self._run.log.emit(
+            ev.failure(
+                "context_budget_exceeded",
+                frame,
+                message=rejection.message,
+                prompt_tokens=reported,
+                rejections=frame.rejection_count,
+            )
+        )
+        if frame.rejection_count >= MAX_CONSECUTIVE_REJECTIONS:
+            return error_card(
+                "context_budget_exceeded",
+                f"the prompt was rejected as too long {frame.rejection_count} times in a row",
+            )
+        if self._run.settings.deployment.executor.context_handler_role and frame.handler_for is None:
+            frame.parked_rejection = Rejection(prompt_tokens=reported, message=rejection.message)
+            return None
+        return self.backstop(frame, reported)
+
+    def backstop(self, frame: RoleFrame, reported: int | None) -> ResultCard | None:
+        """The naive in-place compaction; a card when even the remainder cannot fit."""
+        model = self._run.settings.deployment.model
+        window = model.context_window or 0
+        compaction = compact(
+            frame.history,
+            preamble=frame.preamble,
+            reported_prompt_tokens=reported,
+            context_window=window,
+            max_tokens=model.generation.max_tokens,
+            tools_chars=len(_ENCODER.encode(self._run.role_tools(frame.role))),
+        )
+        if compaction is None:
+            return error_card(
+                "context_budget_exceeded", "even the system prompt, the task and the last turn do not fit the window"
+            )
+        frame.history = compaction.history
+        frame.logged_upto = 0
+        frame.history_epoch += 1
+        self._run.log.emit(ev.context_compacted(frame, compaction, window))
+        frame.history.append(
+            Message(
+                role="user",
+                content=(
+                    "[Platform notice — context window exceeded] Your last request did not fit the model's "
+                    f"context window. To continue, {compaction.dropped_messages} older messages were removed, "
+                    f"{compaction.truncated_tool_messages} tool results were shortened and reasoning was removed "
+                    f"from {compaction.stripped_reasoning_messages} messages. Re-read anything you still need, "
+                    "or finish honestly with what you have."
+                ),
+            )
+        )
+        return None
