@@ -225,6 +225,14 @@ def _token(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return EXIT_OK
 
 
+#: ``check``/``run``/``resume``: how long a model server still loading its model is waited for.
+LOAD_WAIT_SECONDS = 120.0
+
+
+def _notice(message: str) -> None:
+    print(f"orchestrator: {message}", file=sys.stderr, flush=True)
+
+
 def _print_problems(exc: ConfigError) -> None:
     print("orchestrator: invalid configuration:", file=sys.stderr)
     for problem in exc.problems:
@@ -236,7 +244,7 @@ async def _settings(args: argparse.Namespace, env: Mapping[str, str], *, probe: 
     try:
         settings = load_config(paths, env)
         if probe:
-            settings = await probe_model(settings)
+            settings = await probe_model(settings, load_wait_seconds=LOAD_WAIT_SECONDS, on_notice=_notice)
     except ConfigError:
         for note in paths.notes():  # where each file came from, also when they do not work
             print(f"orchestrator: {note}", file=sys.stderr)

@@ -10,7 +10,14 @@ import pytest
 import trio
 
 from orchestrator.config import Settings, probe_model
-from orchestrator.config.probe import ProbeOutcome, ServedModel, parse_model_list, resolve_model
+from orchestrator.config.probe import (
+    ModelNotReady,
+    ProbeOutcome,
+    ServedModel,
+    parse_model_list,
+    refresh_model,
+    resolve_model,
+)
 from orchestrator.errors import ConfigError
 
 Load = Callable[..., Settings]
@@ -235,3 +242,83 @@ def test_resolution_without_a_probe_keeps_configured_values(load: Load) -> None:
     model = load().deployment.model
     resolved, notes, problems = resolve_model(model, ProbeOutcome(url="u", failure="skipped"))
     assert (resolved, notes, problems) == (model, [], [])
+
+
+# --- issue 13: retries, a loading server, llama-server's /props (fixes E and J) ------------------------
+
+
+async def test_a_loading_model_server_is_waited_out_with_notices(load: Load, minimal_deployment_file: Path) -> None:
+    from tests.helpers import serve_script
+
+    script = {"contextWindow": 8192, "flavor": {"name": "llama-server", "loadingMs": 500}}
+    notices: list[str] = []
+    async with serve_script(script) as sim:
+        before = load({"ORCHESTRATOR_API_BASE": sim.base_url}, deployment=minimal_deployment_file)
+        settings = await probe_model(before, backoff_seconds=0.05, load_wait_seconds=20, on_notice=notices.append)
+    # llama-server lists the -m path as the id and the per-slot n_ctx in meta
+    assert settings.deployment.model.name == "/models/sim.gguf"
+    assert settings.deployment.model.context_window == 8192
+    assert notices and all("still loading its model" in n for n in notices)
+    assert settings.model_status is not None and settings.model_status.reachable
+    assert settings.model_status.tools_problem is None
+
+
+async def test_a_server_down_for_good_is_retried_then_not_ready(load: Load, minimal_deployment_file: Path) -> None:
+    with trio.socket.socket() as sock:
+        await sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, never listening: connections are refused
+        before = load({"ORCHESTRATOR_API_BASE": f"http://127.0.0.1:{port}/v1"}, deployment=minimal_deployment_file)
+        notices: list[str] = []
+        with pytest.raises(ModelNotReady) as caught:
+            await probe_model(before, attempts=3, backoff_seconds=0.01, on_notice=notices.append)
+    assert len(notices) == 2 and all("retrying in" in n for n in notices)
+    assert not caught.value.status.reachable and "ConnectError" in caught.value.status.message
+    assert any("could not be probed" in p for p in caught.value.problems)
+
+
+async def test_a_client_error_is_not_retried(load: Load, model_api: _Api) -> None:
+    model_api.status = 401
+    notices: list[str] = []
+    settings = await probe_model(load({"ORCHESTRATOR_API_BASE": model_api.api_base}), on_notice=notices.append)
+    assert notices == [] and len(model_api.authorizations) == 1
+    assert settings.model_status is not None and not settings.model_status.reachable
+
+
+async def test_a_template_without_tools_is_a_loud_problem(load: Load) -> None:
+    from tests.helpers import serve_script
+
+    notices: list[str] = []
+    async with serve_script({"flavor": {"name": "llama-server", "supportsTools": False}}) as sim:
+        settings = await probe_model(load({"ORCHESTRATOR_API_BASE": sim.base_url}), on_notice=notices.append)
+    status = settings.model_status
+    assert status is not None and status.tools_problem is not None
+    assert "chat_template_caps.supports_tools" in status.tools_problem and "--jinja" in status.tools_problem
+    assert any(n.startswith("WARNING: ") for n in settings.notes) and notices[0].startswith("WARNING: ")
+
+
+async def test_a_server_without_props_is_no_problem(load: Load, model_api: _Api) -> None:
+    model_api.serve_models(_llama("m", 4096))
+    settings = await probe_model(load({"ORCHESTRATOR_API_BASE": model_api.api_base}))
+    assert settings.model_status is not None and settings.model_status.tools_problem is None
+
+
+async def test_refresh_picks_the_server_up_once_it_answers(load: Load) -> None:
+    from functools import partial
+
+    from orchestrator.sim import load_script, serve_sim
+
+    with trio.socket.socket() as sock:
+        await sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {"ORCHESTRATOR_API_BASE": f"http://127.0.0.1:{port}/v1", "ORCHESTRATOR_MODEL": "/models/sim.gguf"}
+    settings = await probe_model(load(env), attempts=1)  # down: boots on the configured name and window
+    assert settings.model_status is not None and not settings.model_status.reachable
+    refreshed = await refresh_model(settings)  # still down: no exception, the status says so
+    assert refreshed.model_status is not None and not refreshed.model_status.reachable
+    script = load_script(b'{"contextWindow": 16384, "flavor": {"name": "llama-server"}}')
+    async with trio.open_nursery() as nursery:
+        await nursery.start(partial(serve_sim, script, port=port))
+        refreshed = await refresh_model(refreshed)
+        nursery.cancel_scope.cancel()
+    assert refreshed.model_status is not None and refreshed.model_status.reachable
+    assert refreshed.deployment.model.context_window == 16384

@@ -13,8 +13,10 @@ from typing import Any
 from tests.engine.harness import FAST, call, finish, of_type, run_task, turn, types
 from tests.helpers import make_settings, serve_script
 
+from orchestrator.config import probe_model
 from orchestrator.engine.effort import effort_directive
 from orchestrator.llm import LlmTimeouts
+from orchestrator.llm.client import ERROR_HEAD, ERROR_TAIL, error_excerpt
 
 LLAMA: dict[str, Any] = {"name": "llama-server"}
 SMALL_BUDGET = {"model": {"generation": {"temperature": 0.2, "maxTokens": 64}}}
@@ -188,3 +190,35 @@ async def test_i_a_mid_stream_error_frame_ends_the_attempt_with_its_message(tmp_
     assert "terminal response event" not in outcome.card.summary
     retries = of_type(events, "llm_retry")
     assert len(retries) == FAST.attempts - 1 and all(r["cause"] == "stream" for r in retries)
+
+
+async def test_j_a_template_that_drops_tools_refuses_the_run(tmp_path: Path) -> None:
+    script = _script(turn("lead", finish("would have 'succeeded'")), supportsTools=False)
+    async with serve_script(script) as sim:
+        settings = await probe_model(make_settings(tmp_path, sim.base_url))
+        outcome, events = await run_task(settings, tmp_path)
+        requests = await sim.responses_requests()
+    assert outcome.card.error is not None and outcome.card.error.kind == "llm_unavailable"
+    assert "cannot render tools" in outcome.card.summary and "--jinja" in outcome.card.summary
+    assert requests == []  # nothing was sent to a server that would drop the tools
+    [logged] = of_type(events, "llm_unavailable")
+    assert "chat_template_caps.supports_tools" in logged["message"]
+
+
+def test_h_http_error_text_keeps_its_tail() -> None:
+    body = ("x" * 2000 + " the cause: System message must be at the beginning.").encode()
+    text = error_excerpt(body)
+    assert text.endswith("the cause: System message must be at the beginning.")
+    assert text.startswith("x" * ERROR_HEAD) and " … [" in text and len(text) < ERROR_HEAD + ERROR_TAIL + 40
+    assert error_excerpt(b"short") == "short"
+
+
+async def test_h_a_long_error_reaches_the_card_with_its_cause(tmp_path: Path) -> None:
+    message = "Jinja Exception: " + "in template line 3, " * 60 + "System message must be at the beginning."
+    script = _script({"reusable": True, "fail": {"status": 500, "message": message}})
+    async with serve_script(script) as sim:
+        settings = make_settings(tmp_path, sim.base_url)
+        outcome, _ = await run_task(settings, tmp_path)
+    assert outcome.card.error is not None and outcome.card.error.kind == "llm_unavailable"
+    assert "HTTP 500" in outcome.card.summary and "Jinja Exception" in outcome.card.summary
+    assert outcome.card.summary.endswith('System message must be at the beginning.","type":"server_error"}}')

@@ -174,6 +174,8 @@ def create_app(service: Service, policy: Policy | None = None, limits: StreamLim
                 # the deployment's default log level: the last link of the level chain the UI shows
                 "logging": {"level": settings.deployment.logging.level if settings.deployment.logging else None},
                 "build": service.build,
+                # what the last model probe found (down, loading, a template that drops tools)
+                "modelStatus": msgspec.to_builtins(settings.model_status) if settings.model_status else None,
             }
         )
 

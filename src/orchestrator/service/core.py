@@ -14,6 +14,7 @@ from pathlib import Path
 import trio
 
 from orchestrator.config import Settings
+from orchestrator.config.probe import refresh_model
 from orchestrator.engine.reconcile import reconcile_runs
 from orchestrator.engine.run import Run
 from orchestrator.engine.runfolder import RunIdCollision, RunMeta, read_meta, runs_root
@@ -76,6 +77,7 @@ class Service:
         #: Set when the wind-down is over and serving stops: live-stream sockets close with 1001.
         self.stopping = trio.Event()
         self._tick_lock = trio.Lock()
+        self._probe_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
 
     def attach(self, nursery: trio.Nursery) -> None:
@@ -83,8 +85,30 @@ class Service:
 
     # --- startup ---------------------------------------------------------------------------------
 
+    def model_needs_probe(self) -> bool:
+        """The last model probe failed (server down or loading) or found a template that drops tools."""
+        status = self.settings.model_status
+        return status is not None and (not status.reachable or status.tools_problem is not None)
+
+    async def refresh_model(self) -> None:
+        """Probe the model API again if the last probe left something to fix; never raises."""
+        async with self._probe_lock:
+            if self.model_needs_probe():
+                self.settings = await refresh_model(self.settings)
+                log.info("model probe: %s", self.settings.model_status)
+
+    async def _watch_model(self) -> None:
+        """Re-probe with backoff (1 s doubling to 30 s) until the model server is up and usable."""
+        delay = 1.0
+        while self.model_needs_probe():
+            await trio.sleep(delay)
+            delay = min(30.0, delay * 2)
+            await self.refresh_model()
+
     async def start(self) -> None:
         """Reconcile the runs directory (resume at most one run), repair the queue, tick once."""
+        if self.model_needs_probe() and self._nursery is not None:
+            self._nursery.start_soon(self._watch_model)
         found = reconcile_runs(self.workspace, guild_path=str(self.settings.guild_dir))
         for run_id, reason in found.interrupted.items():
             log.info("marked %s interrupted: %s", run_id, reason)
@@ -207,6 +231,7 @@ class Service:
         outcome: RunOutcome | None = None
         with active.scope:
             try:
+                await self.refresh_model()  # the last probe failed: look again before the run needs it
                 outcome = await execute_prepared(
                     self.settings, self.workspace, prepared, self._services(active, queue_tracked=True)
                 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from functools import partial
 from importlib import resources
 from pathlib import Path
@@ -20,7 +20,8 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from orchestrator.config import load_config, locate_config, probe_model
+from orchestrator.config import Settings, load_config, locate_config, probe_model
+from orchestrator.config.probe import ModelNotReady
 from orchestrator.errors import ConfigError
 from orchestrator.fsutil import atomic_write
 from orchestrator.lifecycle import wind_down_seconds
@@ -101,6 +102,88 @@ def _announce(binds: list[str], port_file: Path | None, token: str | None = None
         atomic_write(port_file, port.encode(), durable=False)
 
 
+#: While the model server is not up yet, it is probed again after 1 s, 2 s, 4 s ... at most every 10 s.
+MODEL_WAIT_BACKOFF, MODEL_WAIT_CAP = 1.0, 10.0
+
+
+def _notice(message: str) -> None:
+    print(f"orchestrator: {message}", file=sys.stderr, flush=True)
+
+
+async def _wait_for_model(
+    loaded: Settings,
+    waiting: ModelNotReady,
+    signals: AsyncIterator[int],
+    title: str,
+    host: str,
+    port: int,
+    port_file: Path | None,
+    env: Mapping[str, str],
+) -> tuple[Settings, int] | None:
+    """The model API could not be probed and the configuration needs it: serve the error page while
+    probing again with backoff. Returns the probed settings and the bound port once the model server
+    answers (the caller serves on that port), or ``None`` when a signal came first.
+    """
+    url = loaded.deployment.model.api_base
+    problems = [
+        *waiting.problems,
+        f"waiting for the model server at {url}: it is probed again every few seconds, and the service "
+        "starts by itself (reload this page) once it answers",
+    ]
+    for problem in problems:
+        _notice(f"not ready: {problem}")
+    found: list[Settings] = []
+    ready = trio.Event()
+
+    async def trigger() -> None:
+        async with trio.open_nursery() as either:
+
+            async def on_signal() -> None:
+                await signals.__anext__()
+                either.cancel_scope.cancel()
+
+            async def on_ready() -> None:
+                await ready.wait()
+                either.cancel_scope.cancel()
+
+            either.start_soon(on_signal)
+            either.start_soon(on_ready)
+
+    async def probe_again() -> None:
+        delay = MODEL_WAIT_BACKOFF
+        while True:
+            await trio.sleep(delay)
+            delay = min(MODEL_WAIT_CAP, delay * 2)
+            try:
+                found.append(await probe_model(loaded, attempts=1, on_notice=_notice))
+            except ModelNotReady as still:
+                _notice(f"still waiting: {still.status.message}")
+                continue
+            except ConfigError as exc:  # the server answered, but something else is wrong: keep saying so
+                for problem in exc.problems:
+                    _notice(f"invalid configuration: {problem}")
+                continue
+            ready.set()
+            return
+
+    app = create_error_app(problems, title)
+    # like the configuration error page: Host/Origin checks and headers, no token (it shows no run data)
+    app.asgi_app = Perimeter(app.asgi_app, policy_from_env(None, host, env), inline_styles=True)  # type: ignore[method-assign]
+    async with trio.open_nursery() as nursery:
+
+        async def serving(task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
+            await serve(app, _config(host, port), shutdown_trigger=trigger, task_status=task_status)
+            nursery.cancel_scope.cancel()
+
+        binds: list[str] = await nursery.start(serving)
+        _announce(binds, port_file)
+        nursery.start_soon(probe_again)
+    if not found:
+        return None
+    _notice("the model server answered; starting the service")
+    return found[0], int(binds[0].rsplit(":", 1)[1])
+
+
 async def serve_main(
     *,
     workspace: Path,
@@ -130,11 +213,18 @@ async def serve_main(
         try:
             token = _token(workspace, env, no_token=no_token)
             limits = stream_limits_from_env(env)
-            settings = await probe_model(load_config(paths, env))
+            loaded = load_config(paths, env)
             timeouts = timeouts_from_env(env)
             wind_down = wind_down_seconds(env)
             if not workspace.is_dir():
                 raise ConfigError(f"--workspace {workspace}: not a directory")
+            try:
+                settings = await probe_model(loaded, on_notice=_notice)
+            except ModelNotReady as waiting:
+                ready = await _wait_for_model(loaded, waiting, signals, title, host, port, port_file, env)
+                if ready is None:
+                    return EXIT_CONFIG
+                settings, port = ready
         except ConfigError as exc:
             for note in paths.notes():
                 print(f"orchestrator: {note}", file=sys.stderr)

@@ -76,6 +76,8 @@ class Fail(StrictBase):
     """How the turn fails. Exactly one mode: status, contextExceeded, a stall, or empty."""
 
     status: HttpErrorStatus | None = None
+    #: The error body's message for a ``status`` failure (default: a "scripted failure" note).
+    message: str | None = None
     context_exceeded: bool = False
     prompt_tokens: NonNegInt | None = None
     stall_before_headers_ms: NonNegInt | None = None
@@ -102,6 +104,8 @@ class Fail(StrictBase):
             )
         if self.prompt_tokens is not None and not self.context_exceeded:
             raise ValueError("`promptTokens` only goes with `contextExceeded`")
+        if self.message is not None and self.status is None:
+            raise ValueError("`message` only goes with `status`")
 
 
 class Turn(StrictBase):

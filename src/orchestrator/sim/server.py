@@ -185,7 +185,7 @@ async def _respond(state: SimState) -> Response:
     fail = turn.fail
     if fail is not None and fail.status is not None:
         state.record(path, raw, index, fail.status)
-        return _error(fail.status, f"sim: scripted failure (HTTP {fail.status})")
+        return _error(fail.status, fail.message or f"sim: scripted failure (HTTP {fail.status})")
     if fail is not None and fail.context_exceeded:
         state.record(path, raw, index, 400)
         prompt = fail.prompt_tokens if fail.prompt_tokens is not None else max(estimate, script.context_window)
