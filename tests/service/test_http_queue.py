@@ -223,6 +223,7 @@ async def _lead_first_messages(sim: Any) -> list[str]:
     for request in await sim.responses_requests():
         items = request["body"]["input"]
         users = [m for m in items if m.get("role") == "user"]
-        if items and items[0].get("content") == "You are the lead.\n" and len(users) == 1 and len(items) == 3:
+        lead = items and str(items[0].get("content")).startswith("You are the lead.\n")
+        if lead and len(users) == 1 and len(items) == 2:  # system (prompt + effort directive), task
             messages.append(users[0]["content"])
     return messages

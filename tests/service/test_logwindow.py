@@ -111,6 +111,16 @@ RENDERINGS: list[tuple[str, Record, str]] = [
     ),
     ("run_resumed", {"runId": "r", "resumedFrames": 2}, "run · resumed (2 frames)"),
     ("llm_unavailable", {"role": "a", "message": "503"}, "a · model unavailable: 503"),
+    (
+        "llm_retry",
+        {"role": "a", "attempt": 1, "attempts": 4, "cause": "http", "message": "HTTP 500", "delaySeconds": 1.0},
+        "a · model attempt 1/4 failed (http), retrying in 1.0s: HTTP 500",
+    ),
+    (
+        "llm_retry",
+        {"role": "a", "attempt": 0, "attempts": 4, "cause": "loading", "message": "x", "delaySeconds": 2.0},
+        "a · model server still loading its model, waiting 2.0s: x",
+    ),
     ("context_budget_exceeded", {"role": "a"}, "a · context budget exceeded"),
     ("implicit_finish", {"role": "a", "message": "no calls"}, "a · implicit finish: no calls"),
     ("unknown_tool", {"role": "a", "tool": "zap"}, "a · unknown tool zap"),

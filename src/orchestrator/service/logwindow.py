@@ -78,6 +78,13 @@ def _role_finished(p: Mapping[str, Any]) -> str:
     return _tail(f"finished {p.get('status', '?')}", summary)
 
 
+def _retry_line(p: Mapping[str, Any]) -> str:
+    wait = p.get("delaySeconds")
+    if p.get("cause") == "loading":
+        return f"model server still loading its model, waiting {wait}s"
+    return f"model attempt {p.get('attempt')}/{p.get('attempts')} failed ({p.get('cause')}), retrying in {wait}s"
+
+
 def _plan_line(p: Mapping[str, Any]) -> str:
     aborted = p.get("aborted") or []
     extra = f" (aborted {len(aborted)})" if aborted else ""
@@ -91,6 +98,7 @@ _ACTIONS: dict[str, Callable[[Mapping[str, Any]], tuple[str | None, str]]] = {
     "effort_set": lambda p: ("run", f"effort {p.get('effort')}"),
     "agent_call": lambda p: (p.get("parent"), f"delegates to {p.get('child')} (depth {p.get('depth')})"),
     "llm_call_start": lambda p: (None, "model turn sent"),
+    "llm_retry": lambda p: (None, _tail(_retry_line(p), p.get("message"))),
     "llm_call": lambda p: (None, _llm_call(p)),
     "tool_call": lambda p: (None, f"calls {p.get('tool')}"),
     "tool_result": lambda p: (None, f"{p.get('tool')} → {p.get('kind')}"),

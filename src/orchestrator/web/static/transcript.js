@@ -162,6 +162,10 @@ export function renderTurn(event, options) {
       return el("div", "rv-line rv-ancestor", `↳ ${p.role || "?"} started: ${firstLine(p.task)}`);
     case "role_finished":
       return own ? finishCard(event, options.onCopy) : el("div", "rv-line rv-ancestor", `↳ ${p.role || "?"} finished ${p.status || ""}`);
+    case "llm_retry":
+      return el("div", "rv-line rv-error", p.cause === "loading"
+        ? `Model server still loading its model, waiting ${p.delaySeconds}s`
+        : `Model attempt ${p.attempt}/${p.attempts} failed (${p.cause}), retrying in ${p.delaySeconds}s${p.message ? `: ${p.message}` : ""}`);
     case "llm_unavailable":
     case "context_budget_exceeded":
       return el("div", "rv-line rv-error", `${event.type.replace(/_/g, " ")}${p.message ? `: ${p.message}` : ""}`);
