@@ -378,7 +378,7 @@ def test_recent_rows_keep_only_the_last_200() -> None:
 
 # --- property: scoped windows equal the literal filter --------------------------------------------------
 
-ACTIONS = st.lists(st.sampled_from(["child", "turn", "fail", "tool", "finish", "handler"]), max_size=40)
+ACTIONS = st.lists(st.sampled_from(["child", "turn", "fail", "retry", "tool", "finish", "handler"]), max_size=40)
 
 
 def random_log(actions: list[str]) -> Log:
@@ -410,6 +410,10 @@ def random_log(actions: list[str]) -> Log:
         elif action == "fail":
             log.add("llm_call_start", role=role, roleId=rid)
             log.add("context_budget_exceeded", role=role)
+        elif action == "retry":
+            log.add("llm_call_start", role=role, roleId=rid)
+            log.add("llm_retry", role=role, roleId=rid, attempt=1, attempts=4, cause="http", message="x")
+            log.add("llm_unavailable", role=role)
         elif action == "tool":
             log.tool(role, rid, "run_shell")
         else:
@@ -434,7 +438,7 @@ def literal_scope(events: list[Record], rid: str) -> list[int]:
             live.append(p["roleId"])
         owner = p.get("roleId") or next((r for r in reversed(live) if role_of[r] == p.get("role")), None)
         lifecycle = e["type"] in ("role_start", "role_finished") and (owner == rid or owner in lineage)
-        turn = e["type"] in ("llm_call_start", "llm_call", "llm_unavailable", "context_budget_exceeded")
+        turn = e["type"] in ("llm_call_start", "llm_retry", "llm_call", "llm_unavailable", "context_budget_exceeded")
         if lifecycle or (turn and owner == rid):
             picked.append(i)
         if e["type"] == "role_finished":

@@ -342,6 +342,12 @@ class RunAggregate:
                     value = usage.get(key)
                     self.tokens[key] += value if isinstance(value, int) else 0
 
+    def _retry(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
+        """``llm_retry``: the instance's own event; its turn stays open (the next attempt is on its way)."""
+        inst = self.attribute(p)
+        if inst is not None:
+            inst.own.append(index)
+
     def _tool(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
         if kind == "tool_call":
             self.tool_calls += 1
@@ -435,6 +441,7 @@ _HANDLERS: dict[str, _Handler] = {
     "role_start": RunAggregate._role_start,
     "role_finished": RunAggregate._role_finished,
     **dict.fromkeys(TURN_TYPES, RunAggregate._turn),
+    "llm_retry": RunAggregate._retry,
     "tool_call": RunAggregate._tool,
     "tool_result": RunAggregate._tool,
     "effort_set": RunAggregate._effort_set,

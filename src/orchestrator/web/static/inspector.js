@@ -172,7 +172,8 @@ export function openInspector(ctx, { instanceId, role, participantId = null }) {
   }
 
   function drawPartial() {
-    const last = state.events[state.events.length - 1];
+    // a retried attempt (llm_retry) keeps the turn in flight
+    const last = state.events.findLast((e) => e.type !== "llm_retry");
     const inflight = last && last.type === "llm_call_start" && (!last.payload || last.payload.roleId === instanceId || !last.payload.roleId) ? last : null;
     if (!inflight) {
       live.hidden = true;
