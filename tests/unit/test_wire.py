@@ -395,3 +395,56 @@ def test_build_request_carries_the_generation_settings() -> None:
     request = build_request(model="m", history=[], tools=[], max_output_tokens=4096, temperature=0.2)
     body = msgspec.json.decode(msgspec.json.encode(request))
     assert (body["max_output_tokens"], body["temperature"], body["stream"]) == (4096, 0.2, True)
+
+
+# --- TurnAssembler: llama-server's ways (issue 13, fixes B and I) ---------------------------------------
+
+
+def _fc(item_id: str | None, call_id: str, name: str, arguments: str = "") -> dict[str, Any]:
+    item: dict[str, Any] = {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
+    if item_id is not None:
+        item["id"] = item_id
+    return item
+
+
+def test_parallel_calls_without_output_index_stay_apart() -> None:
+    result, _ = _feed(
+        [
+            {"type": "response.output_item.added", "item": _fc("fc_a", "call_a", "one")},
+            {"type": "response.function_call_arguments.delta", "item_id": "fc_a", "delta": '{"n": 1}'},
+            {"type": "response.output_item.added", "item": _fc("fc_b", "call_b", "two")},
+            {"type": "response.function_call_arguments.delta", "item_id": "fc_b", "delta": '{"n": 2}'},
+            {"type": "response.output_item.done", "item": _fc("fc_a", "call_a", "one", '{\n  "n": 1\n}')},
+            {"type": "response.output_item.done", "item": _fc("fc_b", "call_b", "two", '{\n  "n": 2\n}')},
+            _completed(),
+        ]
+    )
+    assert result is not None
+    assert [(c.id, c.function.name, c.function.arguments) for c in result.tool_calls] == [
+        ("call_a", "one", '{\n  "n": 1\n}'),
+        ("call_b", "two", '{\n  "n": 2\n}'),
+    ]
+
+
+def test_events_without_any_id_follow_the_order_items_were_added() -> None:
+    result, _ = _feed(
+        [
+            {"type": "response.output_item.added", "item": _fc(None, "call_a", "one")},
+            {"type": "response.function_call_arguments.delta", "delta": '{"n":'},
+            {"type": "response.function_call_arguments.delta", "delta": " 1}"},
+            {"type": "response.output_item.added", "item": _fc(None, "call_b", "two")},
+            {"type": "response.function_call_arguments.delta", "delta": '{"n": 2}'},
+            {"type": "response.output_item.done", "item": _fc(None, "", "one", '{"n": 1}')},
+            {"type": "response.output_item.done", "item": _fc(None, "", "two", '{"n": 2}')},
+            _completed(),
+        ]
+    )
+    assert result is not None
+    assert [(c.id, c.function.arguments) for c in result.tool_calls] == [("call_a", '{"n": 1}'), ("call_b", '{"n": 2}')]
+
+
+def test_a_bare_error_frame_fails_the_attempt_with_its_message() -> None:
+    assembler = TurnAssembler()
+    assembler.feed("response.output_text.delta", json.dumps({"type": "response.output_text.delta", "delta": "x"}))
+    with pytest.raises(AttemptFailed, match="endpoint stream error: context shift is disabled"):
+        assembler.feed("message", json.dumps({"error": {"code": 500, "message": "context shift is disabled"}}))

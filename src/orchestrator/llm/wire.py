@@ -147,7 +147,7 @@ _event_decoder = msgspec.json.Decoder(dict[str, Any])
 class _Item:
     """One output item being assembled: its kind, streamed pieces, and what ``output_item.done`` said."""
 
-    __slots__ = ("arguments", "call_id", "final", "kind", "name", "pieces")
+    __slots__ = ("arguments", "call_id", "closed", "final", "kind", "name", "pieces")
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
@@ -156,6 +156,8 @@ class _Item:
         self.call_id: str | None = None
         self.name: str | None = None
         self.arguments: str | None = None
+        #: ``output_item.done`` arrived for it.
+        self.closed = False
 
     def text(self) -> str:
         return self.final if self.final is not None else "".join(self.pieces)
@@ -263,12 +265,13 @@ class TurnAssembler:
         item = raw if isinstance(raw, dict) else {}
         kind = str(item.get("type") or "")
         key = self._key(body, item.get("id"))
-        if key is None or key not in self._items:
-            # No id: the latest open item of this kind, else a new item.
-            entry = next((i for i in reversed(self._items.values()) if i.kind == kind), None)
-            entry = entry if entry is not None and key is None else self._new(key, kind, body)
-        else:
+        if key is not None and key in self._items:
             entry = self._items[key]
+        elif key is None and (found := self._unclosed(kind, item.get("call_id"))) is not None:
+            entry = found
+        else:
+            entry = self._new(key, kind, body)
+        entry.closed = True
         self._describe(entry, item)
         if kind == "function_call" and isinstance(item.get("arguments"), str):
             entry.arguments = item["arguments"]
@@ -281,6 +284,16 @@ class TurnAssembler:
                 parts = [p.get("text", "") for p in item.get("summary") or [] if isinstance(p, dict)]
             if any(parts):
                 entry.final = "".join(p for p in parts if isinstance(p, str))
+
+    def _unclosed(self, kind: str, call_id: object) -> _Item | None:
+        """For a ``done`` without an id: the call with that ``call_id``, else the oldest item of the
+        kind not closed yet (closing events come in the order the items were added)."""
+        items = [i for i in self._items.values() if i.kind == kind]
+        if call_id:
+            match = next((i for i in items if i.call_id == call_id), None)
+            if match is not None:
+                return match
+        return next((i for i in items if not i.closed), None)
 
     @staticmethod
     def _describe(entry: _Item, item: dict[str, Any]) -> None:
