@@ -151,8 +151,6 @@ async def probe_model(
         if problem is not None:
             status = msgspec.structs.replace(status, tools_problem=problem)
             notes.append(f"WARNING: {problem}")
-            if on_notice is not None:
-                on_notice(f"WARNING: {problem}")
     if problems:
         if outcome.models is None:
             raise ModelNotReady(scrub(problems, settings.api_key), status)
