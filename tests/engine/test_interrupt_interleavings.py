@@ -64,8 +64,8 @@ actions = st.lists(
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(actions)
-async def test_operator_requests_never_break_the_pairing(plan: list[tuple[int, str]]) -> None:
-    async with serve_script(_script()) as sim:
+async def test_operator_requests_never_break_the_pairing(flavor: str, plan: list[tuple[int, str]]) -> None:
+    async with serve_script({**_script(), "flavor": {"name": flavor}}) as sim:
         with tempfile.TemporaryDirectory() as directory:
             workspace = Path(directory)
             triggers = {
