@@ -103,8 +103,9 @@ def build_llama_stream(
     def emit(payload: dict[str, Any], delta: bool = False) -> None:
         events.append(SseEvent(str(payload["type"]), _frame(payload), delta))
 
-    emit({"type": "response.created", "response": _response(meta, "in_progress", [])})
-    emit({"type": "response.in_progress", "response": _response(meta, "in_progress", [])})
+    opening = {"id": meta.response_id, "object": "response", "status": "in_progress"}  # nothing more, as observed
+    emit({"type": "response.created", "response": opening})
+    emit({"type": "response.in_progress", "response": opening})
 
     if turn.reasoning:
         item_id = f"rs_{n}_{len(output)}"
