@@ -59,7 +59,7 @@ async def test_the_stream_has_no_indexes_and_batches_every_closing_event(
     calls = [
         d["item"] for d in payloads if d["type"] == "response.output_item.done" and d["item"]["type"] == "function_call"
     ]
-    assert [c["arguments"] for c in calls] == ['{\n  "x": 1\n}', '{\n  "y": [\n    1,\n    2\n  ]\n}']
+    assert [c["arguments"] for c in calls] == ['{"x": 1}', '{"y": [1, 2]}']
     assert [c["call_id"] for c in calls] == ["call_1", "call_2"]
     deltas = [d for d in payloads if d["type"] == "response.function_call_arguments.delta"]
     assert "".join(d["delta"] for d in deltas if d["item_id"] == calls[1]["id"]) == calls[1]["arguments"]
@@ -143,7 +143,7 @@ async def test_loading_answers_503_everywhere_then_serves(start_sim: StartSim, c
 
 
 def test_pretty_arguments_leave_invalid_json_alone() -> None:
-    assert pretty_arguments('{"a":1}') == '{\n  "a": 1\n}'
+    assert pretty_arguments('{"a":1,"b":[1,2]}') == '{"a": 1, "b": [1, 2]}'
     assert pretty_arguments('{"a":') == '{"a":'
 
 

@@ -3,11 +3,12 @@
 What llama.cpp's ``llama-server`` was observed to do differently from OpenAI (see
 ``docs/sim-model.md``, "Flavors"): stream events carry no ``output_index``, ``sequence_number`` or
 ``content_index``; there is no ``function_call_arguments.done`` (the final arguments come in
-``output_item.done``); every closing event is batched after all deltas; arguments are pretty-printed
-JSON; ``status`` is always ``completed`` (also when the completion budget ran out); response objects are
-minimal plus a ``timings`` object; a failure mid-stream is a bare ``data: {"error": ...}`` frame without an
-``event:`` line. Requests whose history holds tool-call arguments that are not JSON, or (with
-``systemFirst``) a system message after position 0, are refused with HTTP 500 like its template engine does.
+``output_item.done``); every closing event is batched after all deltas; arguments are spaced JSON
+(``{"city": "Rome"}``, not the compact form); ``status`` is always ``completed`` (also when the
+completion budget ran out); response objects are minimal plus a ``timings`` object; a failure
+mid-stream is a bare ``data: {"error": ...}`` frame without an ``event:`` line. Requests whose history
+holds tool-call arguments that are not JSON, or (with ``systemFirst``) a system message after position
+0, are refused with HTTP 500 like its template engine does.
 
 No I/O and no trio.
 """
@@ -38,9 +39,10 @@ _ENCODER = msgspec.json.Encoder()
 
 
 def pretty_arguments(compact: str) -> str:
-    """llama-server re-serialises parsed arguments with an indent of 2; invalid JSON stays verbatim."""
+    """Arguments as llama-server sends them: JSON with a space after every ``:`` and ``,``
+    (``{"city": "Rome"}``, as observed); invalid JSON stays verbatim."""
     try:
-        return json.dumps(json.loads(compact), indent=2, ensure_ascii=False)
+        return json.dumps(json.loads(compact), ensure_ascii=False)
     except ValueError:
         return compact
 
