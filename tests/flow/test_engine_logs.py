@@ -122,13 +122,15 @@ async def test_delegation_and_tool_calls_from_a_real_run(tmp_path: Path, sim_for
         ("return", "main", helper, lead),
         ("return", "main", lead, "human:root"),
     ]
-    assert [op.outcome for op in model.operations if op.kind == "return"] == [
-        "success",  # a non-zero exit is a normal result
-        "success",
-        "error",
-        "success",
-        "success",
+    # A non-zero exit is an error return (amber: the tool ran and reported a problem) — issue 18.
+    assert [(op.outcome, op.severity) for op in model.operations if op.kind == "return"] == [
+        ("success", None),
+        ("error", "warn"),
+        ("error", "fail"),
+        ("success", None),
+        ("success", None),
     ]
+    assert [op.note for op in model.operations if op.severity] == ["exit 3", "error"]
     assert all(op.lifecycle == "settled" for op in model.operations)
     usage = sum(e["payload"]["usage"]["totalTokens"] for e in events if e["type"] == "llm_call")
     assert sum(op.metrics.tokens for op in model.operations if op.metrics) == usage

@@ -115,9 +115,12 @@ def test_wire_shape_is_camel_case_with_explicit_nulls() -> None:
         "lifecycle": "settled",
         "outcome": None,
         "metrics": {"tokens": 0, "cachedPromptTokens": 0, "elapsedSeconds": 5},
+        "severity": None,
+        "note": None,
     }
     ret = wire["operations"][-1]
     assert ret["settledAt"] is None and ret["metrics"] is None and ret["outcome"] == "success"
+    assert ret["severity"] is None and ret["note"] is None
     assert wire["stacks"] == [{"id": "main", "root": "human:root"}]
 
 

@@ -21,6 +21,7 @@ from orchestrator.flow.model import (
     StackRecord,
     run_status,
 )
+from orchestrator.flow.outcome import OK, Verdict, classify_card, classify_tool_result
 from orchestrator.flow.state import CallRecord, FlowState, Frame, ReturnRecord, epoch
 
 __all__ = ["CONTROL_TOOLS", "build_model", "finalize", "fold"]
@@ -81,7 +82,9 @@ def _call(
     return record
 
 
-def _close(state: FlowState, frame: Frame, record: CallRecord, outcome: Outcome, at: str, detail: int) -> None:
+def _close(
+    state: FlowState, frame: Frame, record: CallRecord, outcome: Outcome, at: str, detail: int, verdict: Verdict = OK
+) -> None:
     """Pop ``record`` and any deeper (abandoned: settled, no return) calls, then add its return."""
     index = frame.open.index(record)
     for abandoned in frame.open[index + 1 :]:
@@ -89,7 +92,9 @@ def _close(state: FlowState, frame: Frame, record: CallRecord, outcome: Outcome,
     del frame.open[index:]
     _activity(state, frame, at)
     caller = state.roles.get(record.source, "")
-    returned = ReturnRecord(len(state.operations), frame.id, record.destination, record.source, caller, outcome, at)
+    returned = ReturnRecord(
+        len(state.operations), frame.id, record.destination, record.source, caller, outcome, at, verdict
+    )
     state.add_live(returned, frame, detail)
     state.freeze_call(record, at)
     frame.lingering = returned
@@ -161,7 +166,8 @@ def _role_finished(state: FlowState, p: Payload, at: str, index: int) -> None:
         while record not in state.top.open:
             _drop_frame(state, at, settle=True)
     frame = state.top
-    _close(state, frame, record, "error" if p.get("status") == "error" else "success", at, index)
+    verdict = classify_card(p.get("status"), p.get("error"))
+    _close(state, frame, record, "success" if verdict.ok else "error", at, index, verdict)
     # A resolved interrupt stack pops; its final return lingers until the next call or return.
     while len(state.frames) > 1 and not state.top.open and state.top.op_count:
         popped = _drop_frame(state, at, settle=False)
@@ -184,7 +190,8 @@ def _tool_result(state: FlowState, p: Payload, at: str, index: int) -> None:
     frame = state.top
     for record in reversed(frame.open):
         if record.dest_kind == "tool" and record.dest_role == tool:
-            _close(state, frame, record, "success" if p.get("kind") == "success" else "error", at, index)
+            verdict = classify_tool_result(p)
+            _close(state, frame, record, "success" if verdict.ok else "error", at, index, verdict)
             return
 
 

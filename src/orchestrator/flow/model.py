@@ -33,6 +33,7 @@ ParticipantKind = Literal["human", "interrupt", "role", "tool"]
 OperationKind = Literal["call", "return", "observe", "terminate"]
 Lifecycle = Literal["in_flight", "settled"]
 Outcome = Literal["success", "error", "terminated"]
+Severity = Literal["warn", "fail"]
 RunStatus = Literal["running", "success", "error", "needs_clarification", "interrupted", "unknown"]
 
 ROOT_ID = "human:root"
@@ -74,6 +75,11 @@ class Operation(_Wire):
     lifecycle: Lifecycle
     outcome: Outcome | None
     metrics: Metrics | None
+    #: on a return whose outcome is a problem: ``warn`` (amber) or ``fail`` (red), else ``null`` — see
+    #: ``flow/outcome.py`` (a shell exit 1 is an ``error`` return with severity ``warn``); our addition
+    severity: Severity | None = None
+    #: the short reason for that severity (``exit 1``, ``not_found``, ``timeout``), else ``null``
+    note: str | None = None
 
 
 class StackRecord(_Wire):

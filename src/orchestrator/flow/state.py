@@ -19,8 +19,10 @@ from orchestrator.flow.model import (
     Outcome,
     Participant,
     ParticipantKind,
+    Severity,
     StackRecord,
 )
+from orchestrator.flow.outcome import OK, Verdict
 
 __all__ = ["CallRecord", "FlowState", "Frame", "ReturnRecord", "elapsed", "epoch"]
 
@@ -117,9 +119,11 @@ class ReturnRecord:
     __slots__ = (
         "caller_role",
         "destination",
+        "note",
         "op_id",
         "outcome",
         "position",
+        "severity",
         "source",
         "stack",
         "started_at",
@@ -135,6 +139,7 @@ class ReturnRecord:
         caller_role: str,
         outcome: Outcome,
         started_at: str,
+        verdict: Verdict = OK,
     ) -> None:
         self.position = position
         self.op_id = f"op-{position + 1}"
@@ -145,6 +150,8 @@ class ReturnRecord:
         self.outcome: Outcome = outcome
         self.started_at = started_at
         self.superseded_at: str | None = None
+        self.severity: Severity | None = None if verdict.ok else verdict.severity  # type: ignore[assignment]
+        self.note: str | None = verdict.note or None
 
     def operation(self, active: bool) -> Operation:
         """The wire form: settles when superseded; else in flight while active, else at its own time."""
@@ -162,6 +169,8 @@ class ReturnRecord:
             lifecycle="in_flight" if settled is None else "settled",
             outcome=self.outcome,
             metrics=None,
+            severity=self.severity,
+            note=self.note,
         )
 
 
