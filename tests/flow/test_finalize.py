@@ -100,6 +100,7 @@ def test_wire_shape_is_camel_case_with_explicit_nulls() -> None:
         "operationsTotal",
         "operationsOmitted",
         "participantsOmitted",
+        "totals",  # filled by the run index (whole-run type totals); empty from build_model
     }
     assert (wire["operationsTotal"], wire["operationsOmitted"]) == (len(wire["operations"]), 0)
     assert wire["participants"][0] == {"id": "human:root", "role": "human", "kind": "human", "instanceId": None}

@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from orchestrator.flow.model import TypeTotal
 from orchestrator.flow.outcome import Verdict, classify_card, classify_tool_result
 from orchestrator.flow.state import epoch
 
@@ -331,17 +332,6 @@ class Waterfall(_Wire):
     rows: list[WaterfallRow]
     #: root to leaf, at each level the child that took longest
     slowest_path: list[str]
-
-
-class TypeTotal(_Wire):
-    key: str
-    kind: str
-    name: str
-    count: int
-    tokens: int
-    cached_prompt_tokens: int
-    ms: int
-    errors: int
 
 
 def _end(node: _Instance, active: bool, now: float | None) -> float | None:

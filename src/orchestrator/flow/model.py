@@ -87,6 +87,23 @@ class StackRecord(_Wire):
     root: str
 
 
+class TypeTotal(_Wire):
+    """One role or tool type over the whole run (the flow strip's chip), whatever the window."""
+
+    #: ``role:<name>`` / ``tool:<name>`` — the views' type key
+    key: str
+    kind: Literal["role", "tool"]
+    name: str
+    #: role instances started / tool calls made
+    count: int
+    tokens: int
+    cached_prompt_tokens: int
+    #: summed durations: of finished instances for a role, of answered calls for a tool
+    ms: int
+    #: error returns: failed cards for a role, results classified ``warn``/``fail`` for a tool
+    errors: int
+
+
 class InteractionModel(_Wire):
     """The run's flow model.
 
@@ -112,6 +129,9 @@ class InteractionModel(_Wire):
     operations_omitted: int = 0
     #: participants left out because no operation in the window touches them
     participants_omitted: int = 0
+    #: every role and tool type of the whole run (``flow/calltree.py``), filled in by the run index;
+    #: unlike a tally of ``operations`` it does not shrink with the window
+    totals: list[TypeTotal] = []
 
 
 def run_status(meta_status: str | None) -> RunStatus:

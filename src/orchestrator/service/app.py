@@ -30,6 +30,7 @@ from orchestrator.service import queue as q
 from orchestrator.service.core import RunInProgress, Service
 from orchestrator.service.perimeter import Perimeter, Policy
 from orchestrator.service.runindex import RunIndexes
+from orchestrator.service.runroutes import conditional_json, register_run_routes
 from orchestrator.service.stream import StreamLimits, register_stream
 from orchestrator.service.views import (
     event_detail,
@@ -250,7 +251,7 @@ def create_app(service: Service, policy: Policy | None = None, limits: StreamLim
             interrupt_pending=active is not None and active.run_id == run_id and active.interrupt_pending,
             now=now(),
         )
-        return _json(view)
+        return conditional_json(view)
 
     @app.get("/api/runs/<run_id>")
     async def get_run(run_id: str) -> Response:
@@ -282,7 +283,7 @@ def create_app(service: Service, policy: Policy | None = None, limits: StreamLim
                 content_type="text/plain; charset=utf-8",
                 headers={"content-disposition": f'attachment; filename="{filename}"'},
             )
-        return _json({"runId": run_id, **window})
+        return conditional_json({"runId": run_id, **window})
 
     async def _flow(run_id: str) -> Response:
         if not _known(run_id):
@@ -296,7 +297,7 @@ def create_app(service: Service, policy: Policy | None = None, limits: StreamLim
                 return _error("not_found", 404)
         meta = read_meta(runs_root(service.workspace) / run_id)
         window = flow_window(request.args.get("window"))
-        return _json(index.model(meta.status if meta else None, utc_timestamp(), window=window))
+        return conditional_json(index.model(meta.status if meta else None, utc_timestamp(), window=window))
 
     @app.get("/api/runs/<run_id>/flow")
     async def get_flow(run_id: str) -> Response:
@@ -306,6 +307,8 @@ def create_app(service: Service, policy: Policy | None = None, limits: StreamLim
     async def get_latest_flow() -> Response:
         run_id = latest_run_id(service.workspace)
         return await _flow(run_id) if run_id is not None else _error("no_run", 404)
+
+    register_run_routes(app, indexes, _known, lambda: service.workspace)
 
     @app.post("/api/runs/<run_id>/interrupt")
     async def post_interrupt(run_id: str) -> Response:

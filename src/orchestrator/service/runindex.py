@@ -1,4 +1,5 @@
-"""Per-run incremental index of ``log.jsonl``: line offsets, the run-view aggregate, the flow state.
+"""Per-run incremental index of ``log.jsonl``: line offsets, the run-view aggregate, the flow state and
+the whole-run call tree (``flow/calltree.py``).
 
 A poll reads only the bytes appended since the previous poll and folds only those events, so the run
 view and the flow model of a million-event log cost what the new events cost. The index is also a
@@ -14,9 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, overload
 
+import msgspec
 import trio
 
 from orchestrator.flow import FlowState, InteractionModel, finalize, fold, operation_details
+from orchestrator.flow.calltree import CallTree, TreeState, Waterfall, call_tree, fold_tree, totals, waterfall
 from orchestrator.flow.incremental import decode_line
 from orchestrator.service.logwindow import RECENT_ROWS, RunAggregate
 
@@ -38,6 +41,7 @@ class RunIndex(Sequence[dict[str, Any]]):
     def _reset(self) -> None:
         self.aggregate = RunAggregate()
         self.flow = FlowState()
+        self.tree = TreeState()
         self._starts = array("q")
         self._lengths = array("q")
         self._read_to = 0
@@ -91,6 +95,7 @@ class RunIndex(Sequence[dict[str, Any]]):
         for k, event in enumerate(batch):
             self.aggregate.add(event, first + k, row=k >= rows_from)
             fold(self.flow, event)
+            fold_tree(self.tree, event)
         return len(batch)
 
     def __len__(self) -> int:
@@ -126,7 +131,14 @@ class RunIndex(Sequence[dict[str, Any]]):
             return None
 
     def model(self, meta_status: str | None, now: str, *, window: int | None = None) -> InteractionModel:
-        return finalize(self.flow, meta_status, now, window=window)
+        model = finalize(self.flow, meta_status, now, window=window)
+        return msgspec.structs.replace(model, totals=totals(self.tree))
+
+    def call_tree(self, meta_status: str | None, now: str) -> CallTree:
+        return call_tree(self.tree, meta_status, now)
+
+    def waterfall(self, meta_status: str | None, now: str) -> Waterfall:
+        return waterfall(self.tree, meta_status, now)
 
     def details(self, operation_id: str) -> str | None:
         """An operation's Markdown detail body; ``KeyError`` for an id not in the current model."""
