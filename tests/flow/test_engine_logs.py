@@ -130,7 +130,7 @@ async def test_delegation_and_tool_calls_from_a_real_run(tmp_path: Path, sim_for
         ("success", None),
         ("success", None),
     ]
-    assert [op.note for op in model.operations if op.severity] == ["exit 3", "error"]
+    assert [op.note for op in model.operations if op.severity] == ["exit 3", "failed"]
     assert all(op.lifecycle == "settled" for op in model.operations)
     usage = sum(e["payload"]["usage"]["totalTokens"] for e in events if e["type"] == "llm_call")
     assert sum(op.metrics.tokens for op in model.operations if op.metrics) == usage

@@ -47,4 +47,4 @@ def test_cards() -> None:
     assert classify_card("success").ok
     assert classify_card("needs_clarification").ok
     assert tuple(classify_card("error", {"kind": "tests_failed", "message": "m"})) == ("fail", "tests_failed")
-    assert tuple(classify_card("error")) == ("fail", "error")
+    assert tuple(classify_card("error")) == ("fail", "failed")

@@ -16,10 +16,11 @@ Pure: no I/O; inputs are the log payload mappings as read from ``log.jsonl``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
-__all__ = ["OK", "WARN_KINDS", "Severity", "Verdict", "classify_card", "classify_tool_result"]
+__all__ = ["OK", "WARN_KINDS", "Severity", "Verdict", "classify_card", "classify_tool_message", "classify_tool_result"]
 
 Severity = Literal["ok", "warn", "fail"]
 
@@ -89,9 +90,23 @@ def classify_tool_result(payload: Mapping[str, Any]) -> Verdict:
     return OK
 
 
+def classify_tool_message(content: Any) -> Verdict | None:
+    """The verdict of a ``tool`` conversation message (the encoded ``ToolResult`` the model read);
+    ``None`` when the content is not one (e.g. cut short by the tool-output limit)."""
+    if not isinstance(content, str) or not content.startswith("{"):
+        return None
+    try:
+        result = json.loads(content)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(result, Mapping) or not isinstance(result.get("kind"), str):
+        return None
+    return classify_tool_result({"kind": result["kind"], "result": result})
+
+
 def classify_card(status: Any, error: Any = None) -> Verdict:
     """The verdict of a role's result card (``role_finished`` status and error)."""
     if status != "error":
         return OK
     kind = error.get("kind") if isinstance(error, Mapping) else None
-    return Verdict("fail", kind if isinstance(kind, str) and kind else "error")
+    return Verdict("fail", kind if isinstance(kind, str) and kind else "failed")

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from orchestrator.engine.runfolder import TERMINAL_STATUSES, RunMeta, read_meta, runs_root
+from orchestrator.flow.outcome import classify_tool_message
 from orchestrator.runlog import fold_request, read_events
 from orchestrator.runlog.fold import instance_key
 from orchestrator.service.logwindow import Event, Instance, RunAggregate, aggregate, as_mapping, fold, render_line
@@ -320,12 +321,31 @@ def parse_window_params(query: Mapping[str, str]) -> WindowParams:
 
 def _row(events: Sequence[Event], index: int) -> dict[str, Any]:
     event = events[index]
-    return {
+    row = {
         "index": index,
         "timestamp": event.get("timestamp"),
         "type": event.get("type"),
         "payload": event.get("payload", {}),
     }
+    if row["type"] == "llm_call":
+        verdicts = tool_verdicts(row["payload"])
+        if verdicts:
+            row["verdicts"] = verdicts
+    return row
+
+
+def tool_verdicts(payload: Any) -> dict[str, dict[str, str]]:
+    """``{toolCallId: {severity, note}}`` for the problem results among an ``llm_call``'s sent tool
+    messages (``flow/outcome.py``), so the inspector badges them without a rule of its own."""
+    out: dict[str, dict[str, str]] = {}
+    sent = payload.get("sent") if isinstance(payload, dict) else None
+    for message in sent if isinstance(sent, list) else ():
+        if isinstance(message, dict) and message.get("role") == "tool":
+            verdict = classify_tool_message(message.get("content"))
+            call_id = message.get("toolCallId")
+            if verdict is not None and not verdict.ok and isinstance(call_id, str):
+                out[call_id] = {"severity": verdict.severity, "note": verdict.note}
+    return out
 
 
 def _scoped(inst: Instance, agg: RunAggregate, offset: int, limit: int) -> tuple[int, list[int]]:

@@ -43,23 +43,38 @@ export function errorMessage(error) {
   return String(error && error.message ? error.message : error);
 }
 
+/** How many paths' last answers the conditional-GET cache keeps. */
+const TAGGED_PATHS = 24;
+
 /**
  * `createApi({onReachable})` → `{get, post, put, patch, del}`; each resolves to the parsed JSON body or
  * rejects with ApiError. `onReachable(bool)` is told after every request whether the server answered.
  */
 export function createApi({ onReachable = () => {} } = {}) {
+  // Conditional GETs: the last ETag and body per path (bounded), so a poll of an answer that has not
+  // changed (every poll of a finished run) is a body-less 304 and hands back the same object.
+  const tagged = new Map();
   async function request(method, path, body) {
+    const headers = body === undefined ? {} : { "content-type": "application/json" };
+    const known = method === "GET" ? tagged.get(path) : undefined;
+    if (known !== undefined) headers["if-none-match"] = known.etag;
     let response;
     try {
       response = await fetch(path, {
         method,
         cache: "no-store",
-        headers: body === undefined ? {} : { "content-type": "application/json" },
+        headers,
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch {
       onReachable(false);
       throw new ApiError(0, "unreachable", path);
+    }
+    if (response.status === 304 && known !== undefined) {
+      tagged.delete(path);
+      tagged.set(path, known);
+      onReachable(true);
+      return known.data;
     }
     let data = null;
     try {
@@ -77,6 +92,12 @@ export function createApi({ onReachable = () => {} } = {}) {
       throw error;
     }
     onReachable(true);
+    const etag = method === "GET" ? response.headers.get("etag") : null;
+    if (etag) {
+      tagged.delete(path);
+      tagged.set(path, { etag, data });
+      if (tagged.size > TAGGED_PATHS) tagged.delete(tagged.keys().next().value);
+    }
     return data;
   }
   return {

@@ -11,6 +11,7 @@
 // Rendering is keyed: nodes by stack|participant, edges by operation id; a frame only touches what
 // changed, and `update` with the same model and options returns at once.
 
+import { severityOf } from "./labels.js";
 import { project, signature } from "./projection.js";
 import { compact, duration, el, keyedChild, setAttr, setClass, setClassName, setText, svg, sweep } from "./rvdom.js";
 
@@ -130,7 +131,9 @@ export function createFlowGraph(container, { labels, onNode, onOp }) {
     setAttr(path.children[1], "d", d);
     const error = op.outcome === "error" || op.outcome === "terminated";
     setAttr(path.children[1], "marker-end", `url(#${error ? "fg-arrow-err" : op.kind === "return" ? "fg-arrow-ret" : "fg-arrow"})`);
-    setClassName(path, `fg-edge ${cls}${proj.animates(op) ? " anim" : ""}${op.lifecycle === "in_flight" ? " in-flight" : ""}${error ? " err" : ""}`);
+    const sev = severityOf(op);
+    setClassName(path, `fg-edge ${cls}${proj.animates(op) ? " anim" : ""}${op.lifecycle === "in_flight" ? " in-flight" : ""}${error ? " err" : ""}${sev ? ` sev-${sev}` : ""}`);
+    path.dataset.severity = sev || "";
     setText(path.children[2], labels.operation(op, proj.byId, tier));
   }
 

@@ -13,6 +13,8 @@
 //                                     label → generic working template → operation label
 //     status(status, tier)            a run status in words
 //   }
+//   severityOf(op) -> "warn" | "fail" | null   a return's problem badge (server-classified, flow/outcome.py)
+//   badge(op) -> "⚠ exit 1" | "✖ timeout" | ""  the badge text every tier's operation label starts with
 //
 // Sources, all from GET /api/config: roles[name].{label, description, workingLabel}; tools[name].
 // {humanLabel, humanDescription, humanCallLabel, humanWorkingLabel}; visualization.{pseudoRoleLabels
@@ -72,6 +74,20 @@ const STATUS = {
   interrupted: T("Interrupted", "Stopped before finishing", "The music stopped"),
   unknown: T("Status unknown", "Not sure what happened", "Lost in the fog"),
 };
+
+/** "warn" (amber) / "fail" (red) for a return the server classified as a problem, else null. */
+export function severityOf(op) {
+  if (!op || op.kind !== "return") return null;
+  if (op.severity === "warn" || op.severity === "fail") return op.severity;
+  return op.outcome === "error" ? "fail" : null;
+}
+
+/** The problem badge of an operation (empty when there is none): a mark plus the server's short reason. */
+export function badge(op) {
+  const severity = severityOf(op);
+  if (!severity) return "";
+  return `${severity === "warn" ? "⚠" : "✖"} ${op.note || "failed"}`;
+}
 
 /** A deterministic non-negative hash of a string (seeds variant rotation). */
 export function hashString(value) {
@@ -184,7 +200,11 @@ export function createLabels(config) {
     entries.push(templates[op.kind] && templates[op.kind][pair], generic[op.kind]);
     entries.push(DEFAULT_OPERATIONS[op.kind] && DEFAULT_OPERATIONS[op.kind][pair], DEFAULT_GENERIC[op.kind]);
     const template = pick(entries, tier, seed) || "{source} → {destination}";
-    return fill(template, values(op, src, dst, tier));
+    const text = fill(template, values(op, src, dst, tier));
+    const mark = badge(op);
+    // Every tier names a failure (a friendly "gives Coder the result" must not hide an exit 1), first,
+    // so a label cut short by its column still shows it.
+    return mark ? `${mark} · ${text}` : text;
   }
 
   function workingLabel(p, tier, seed) {

@@ -7,6 +7,7 @@
 //   ctx = {runId, api: {get(path) -> Promise<json>}}
 // The card replaces any card already open in `host` (default: a floating panel on document.body).
 
+import { badge, severityOf } from "./labels.js";
 import { renderMarkdown } from "./markdown.js";
 import { boundedCache, clock, compact, duration, el } from "./rvdom.js";
 
@@ -29,6 +30,13 @@ export function fetchOperationDetails(ctx, opId) {
 function row(name, value) {
   if (value == null || value === "") return null;
   return el("div", "rv-kv", el("span", "rv-k", name), el("span", "rv-v", value));
+}
+
+/** The outcome badge row: amber for a problem the model can act on, red for a call that failed. */
+function badgeRow(op) {
+  const value = el("span", `rv-badge sev-${severityOf(op)}`, badge(op));
+  value.dataset.testid = "operation-badge";
+  return el("div", "rv-kv", el("span", "rv-k", "Outcome"), value);
 }
 
 export function openOperationCard(ctx, { opId, model, labels, tier = "detailed", host = null, onInstance = null }) {
@@ -74,6 +82,7 @@ export function openOperationCard(ctx, { opId, model, labels, tier = "detailed",
       row("To", dst ? `${labels.participant(dst, tier)} (${dst.id})` : op.destination),
       row("Stack", op.stack),
       row("State", `${op.lifecycle === "in_flight" ? "in flight" : "settled"}${op.outcome ? ` · ${op.outcome}` : ""}`),
+      severityOf(op) ? badgeRow(op) : null,
       row("Started", clock(op.startedAt)),
       row("Settled", op.settledAt ? clock(op.settledAt) : null),
       m ? row("Tokens", `${compact(m.tokens)} (cached prompt ${compact(m.cachedPromptTokens)})`) : null,

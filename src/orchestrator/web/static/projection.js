@@ -29,7 +29,7 @@ export function signature(model) {
 /** What can change about one operation between polls. */
 export function opSignature(op) {
   const m = op.metrics;
-  return `${op.id}${op.lifecycle === "in_flight" ? "~" : ""}${op.outcome ? op.outcome[0] : ""}` +
+  return `${op.id}${op.lifecycle === "in_flight" ? "~" : ""}${op.outcome ? op.outcome[0] : ""}${op.severity ? op.severity[0] : ""}` +
     (m ? `${m.tokens},${m.elapsedSeconds}` : "");
 }
 
@@ -119,8 +119,24 @@ function build(model) {
     activeOp: activeStack ? activeStack.last : null,
     paused: (id) => pausedSet.has(id),
     animates: (op) => op.lifecycle === "in_flight" && (op.kind === "call" || op.kind === "return") && !pausedSet.has(op.stack),
-    types: [...types.values()],
+    types: wholeRun(types, model.totals),
   };
+}
+
+/**
+ * The strip's types: the server's whole-run totals when the model carries them (a windowed model's own
+ * operations would undercount a long run), each keeping the window's sample participant when it has one.
+ */
+function wholeRun(types, totals) {
+  if (!Array.isArray(totals) || totals.length === 0) return [...types.values()];
+  return totals.map((t) => {
+    const seen = types.get(t.key);
+    const sample = seen ? seen.sample : { id: `${t.key}:1`, role: t.name, kind: t.kind, instanceId: null };
+    return {
+      key: t.key, kind: t.kind, role: t.name, sample, count: t.count, tokens: t.tokens,
+      cached: t.cachedPromptTokens, seconds: Math.round(t.ms / 1000), errors: t.errors,
+    };
+  });
 }
 
 /** Index of the innermost open call in `chain` whose callee is `participant` (-1 when none). */

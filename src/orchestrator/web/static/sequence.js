@@ -11,6 +11,7 @@
 // operation changed. A finished run of thousands of operations therefore costs a few dozen nodes, and a
 // poll with an unchanged model returns at once. The view follows the tail while scrolled to the bottom.
 
+import { severityOf } from "./labels.js";
 import { project, opSignature, signature } from "./projection.js";
 import { el, keyedChild, setAttr, setClass, setClassName, setText, sweep } from "./rvdom.js";
 
@@ -167,7 +168,7 @@ export function createSequence(container, { labels, config, onOp, onColumn }) {
     setClassName(
       row,
       `seq-row kind-${op.kind}${op.lifecycle === "in_flight" ? " in-flight" : ""}${anim ? " anim" : ""}` +
-        `${error ? " err" : ""}${loop ? " loop" : ""}${proj.paused(op.stack) ? " paused" : ""}${op.stack !== "main" ? " side" : ""}`,
+        `${error ? " err" : ""}${severityOf(op) ? ` sev-${severityOf(op)}` : ""}${loop ? " loop" : ""}${proj.paused(op.stack) ? " paused" : ""}${op.stack !== "main" ? " side" : ""}`,
     );
     const [gutter, arrow, label] = row.children;
     setText(gutter, op.id.replace(/^op-/, "#"));

@@ -65,7 +65,15 @@ function usageLine(p) {
   return parts.join(" · ");
 }
 
-function message(m, callNames) {
+/** The problem badge of a tool result, from the log window's server-side `verdicts` (flow/outcome.py). */
+function verdictBadge(verdict) {
+  const severity = verdict.severity === "warn" ? "warn" : "fail";
+  const badge = el("span", `rv-badge sev-${severity}`, `${severity === "warn" ? "⚠" : "✖"} ${verdict.note || "failed"}`);
+  badge.dataset.testid = "transcript-badge";
+  return badge;
+}
+
+function message(m, callNames, verdicts = {}) {
   const role = m && m.role;
   if (role === "assistant") {
     for (const call of Array.isArray(m.toolCalls) ? m.toolCalls : []) {
@@ -78,7 +86,10 @@ function message(m, callNames) {
   }
   if (role === "tool") {
     const name = callNames.get(m.toolCallId) || "tool";
-    const block = el("div", "rv-msg tool", el("div", "rv-msg-head", "Result of ", el("code", "", name)), pre(pretty(m.content)));
+    const verdict = Object.prototype.hasOwnProperty.call(verdicts, m.toolCallId) ? verdicts[m.toolCallId] : null;
+    const head = el("div", "rv-msg-head", "Result of ", el("code", "", name));
+    if (verdict) head.append(" ", verdictBadge(verdict));
+    const block = el("div", `rv-msg tool${verdict ? ` sev-${verdict.severity === "warn" ? "warn" : "fail"}` : ""}`, head, pre(pretty(m.content)));
     block.dataset.testid = "transcript-tool-result";
     return block;
   }
@@ -103,7 +114,7 @@ function llmCall(event, { callNames, onWire }) {
   card.dataset.testid = "transcript-turn";
   card.appendChild(el("div", "rv-turn-head", el("span", "rv-turn-title", "Model turn"), el("span", "rv-muted", `${clock(event.timestamp)} · ${usageLine(p)}`)));
   for (const m of Array.isArray(p.sent) ? p.sent : []) {
-    const node = message(m, callNames);
+    const node = message(m, callNames, event.verdicts && typeof event.verdicts === "object" ? event.verdicts : {});
     if (node) card.appendChild(node);
   }
   const r = p.received;
