@@ -19,6 +19,7 @@
 // `instanceId` when the server sends one, else read off runView.roleTree (pre-order start order per
 // role name matches the adapter's per-role numbering for the entry role's tree).
 
+import { createCallTree } from "./calltree.js";
 import { createFlowGraph } from "./flowgraph.js";
 import { openInspector } from "./inspector.js";
 import { createLabels } from "./labels.js";
@@ -125,6 +126,13 @@ export function createRunView(root, ctx) {
   const common = { labels, onOp: (id) => showOperation(id) };
   const graph = createFlowGraph(flowPane, { ...common, onNode: (pid) => showParticipant(pid) });
   const sequence = createSequence(seqPane, { ...common, config: ctx.config, onColumn: (key) => showRole(key) });
+  // A finished run's chains have all returned, so the graph is down to the operator: the call tree
+  // (GET /tree + /timeline) shows what happened, under it.
+  const treePane = el("div", "rv-tree");
+  treePane.hidden = true;
+  flowPane.appendChild(treePane);
+  const callTree = createCallTree(treePane, { labels, onInstance: (id, role) => showInstance(id, role) });
+  let treeKey = null;
 
   const source = ctx.stream;
   const listen = source && typeof source.onDelta === "function" ? source.onDelta.bind(source)
@@ -161,6 +169,33 @@ export function createRunView(root, ctx) {
     for (let i = ops.length - 1; i >= 0; i -= 1) {
       if (ops[i].destination === pid && ops[i].kind === "call") return showOperation(ops[i].id);
     }
+  }
+
+  function showInstance(instanceId, role) {
+    if (inspector) inspector.close();
+    inspector = openInspector(inspectorCtx, { instanceId, role, participantId: maps.toParticipant.get(instanceId) || null });
+  }
+
+  /** The call tree of a finished run, fetched once per (status, operation count). */
+  function drawTree() {
+    const finished = flow && (flow.status === "success" || flow.status === "error" || flow.status === "interrupted");
+    treePane.hidden = !finished;
+    if (!finished) return;
+    const key = `${flow.status}|${flow.operationsTotal}`;
+    if (key === treeKey) {
+      callTree.rerender(tier);
+      return;
+    }
+    treeKey = key;
+    const base = `/api/runs/${encodeURIComponent(ctx.runId)}`;
+    Promise.all([ctx.api.get(`${base}/tree`), ctx.api.get(`${base}/timeline`)]).then(
+      ([tree, timeline]) => {
+        if (treeKey === key) callTree.update(tree, timeline, tier);
+      },
+      () => {
+        if (treeKey === key) treeKey = null; // retried on the next poll
+      },
+    );
   }
 
   /** A sequence column header: the newest instance of that role, if the model has one. */
@@ -241,6 +276,7 @@ export function createRunView(root, ctx) {
     drawCost();
     const options = { tier, sig, partialAt, partialBox, typeInfo, extraKey: runView ? JSON.stringify(runView.roles || []).length : 0 };
     if (mode === "flow") graph.update(flow, options);
+    if (mode === "flow") drawTree();
     else sequence.update(flow, options);
     partialBox.el.hidden = !partialAt;
     if (partialAt) drawPartial();
