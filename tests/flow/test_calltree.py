@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,7 @@ from tests.helpers import make_settings
 
 from orchestrator.engine.runfolder import read_meta
 from orchestrator.engine.runner import RunRequest, RunServices, execute_run
-from orchestrator.flow.calltree import TreeState, call_tree, fold_tree, totals
+from orchestrator.flow.calltree import TreeState, call_tree, fold_tree, totals, waterfall
 from orchestrator.runlog import read_events
 from orchestrator.service.runindex import RunIndex
 
@@ -184,3 +184,38 @@ async def test_totals_describe_the_whole_run_past_the_flow_window(tmp_path: Path
     )
     (node,) = index.call_tree("success", "2099-01-01T00:00:00+00:00").nodes
     assert (node.tool_calls, node.tool_warnings, node.turns) == (600, 150, 31)
+
+
+def _ev(second: float, kind: str, **payload: Any) -> dict[str, Any]:
+    stamp = datetime.fromtimestamp(1_767_225_600 + second, tz=UTC).isoformat()
+    return {"timestamp": stamp, "type": kind, "payload": payload}
+
+
+LIVE = [
+    _ev(0, "role_start", role="lead", roleId="lead-0-1", depth=0, task="t"),
+    _ev(1, "llm_call_start", role="lead", roleId="lead-0-1"),
+    _ev(
+        3, "llm_call", role="lead", roleId="lead-0-1", messageCount=2, usage={"promptTokens": 5, "completionTokens": 2}
+    ),
+    _ev(3, "tool_call", role="lead", roleId="lead-0-1", tool="run_shell", arguments="{}"),
+]
+
+
+def test_a_live_run_counts_open_intervals_up_to_now_and_a_dead_one_marks_them_abandoned() -> None:
+    state = _state(LIVE)
+    now = datetime.fromtimestamp(1_767_225_600 + 7.5, tz=UTC).isoformat()
+    (node,) = call_tree(state, "running", now).nodes
+    assert (node.status, node.severity, node.duration_ms, node.tokens, node.tool_calls) == ("running", "ok", 7500, 7, 1)
+    (row,) = waterfall(state, "running", now).rows
+    assert (row.model_ms, row.tool_ms, row.other_ms) == (2000, 4500, 1000)
+    (dead,) = call_tree(state, "interrupted", now).nodes
+    assert (dead.status, dead.severity, dead.failed_branch, dead.duration_ms) == ("abandoned", "fail", True, 3000)
+    (row,) = waterfall(state, "interrupted", now).rows
+    assert (row.tool_ms, row.status) == (0, "abandoned")
+
+
+def test_restart_duplicates_and_malformed_events_are_skipped() -> None:
+    events = [*LIVE, LIVE[0], {"type": "role_start"}, _ev(4, "role_start", role=3), _ev(5, "tool_result", tool="x")]
+    state = _state(events)
+    assert len(state.instances) == 1 and state.events == len(events)
+    assert [t.key for t in totals(state)] == ["role:lead", "tool:run_shell"]

@@ -30,6 +30,7 @@ from orchestrator.service.views import (
     question_entries,
     run_list_entry,
     run_view,
+    tool_verdicts,
 )
 
 Record = dict[str, Any]
@@ -578,3 +579,26 @@ async def test_views_of_a_real_engine_run(tmp_path: Path, sim_for) -> None:
     assert list_runs(tmp_path)[0]["runId"] == outcome.run_id
     body, _ = log_text(outcome.run_id, log_window(events, offset=0, limit=500)["events"])
     assert body.count("\n") == len(events) and "leaf · calls run_shell" in body
+
+
+def test_log_rows_of_model_turns_carry_the_verdicts_of_their_problem_tool_results() -> None:
+    ok = {"kind": "success", "data": {"command": "true", "exitCode": 0, "stdout": "", "stderr": ""}}
+    bad = {"kind": "success", "data": {"command": "false", "exitCode": 1, "stdout": "", "stderr": ""}}
+    sent = [
+        {"role": "tool", "content": json.dumps(ok), "toolCallId": "c1"},
+        {"role": "tool", "content": json.dumps(bad), "toolCallId": "c2"},
+        {"role": "tool", "content": json.dumps({"kind": "not_found", "message": "m"}), "toolCallId": "c3"},
+        {"role": "tool", "content": '{"kind": "success", "data": {"exitCode": 1, "stdo', "toolCallId": "c4"},  # cut
+        {"role": "user", "content": json.dumps(bad)},
+    ]
+    payload = {"role": "coder", "roleId": "coder-1", "sent": sent, "usage": {}}
+    expected = {"c2": {"severity": "warn", "note": "exit 1"}, "c3": {"severity": "warn", "note": "not_found"}}
+    assert tool_verdicts(payload) == expected
+    events = [
+        {"timestamp": "2026-01-01T00:00:00+00:00", "type": "llm_call", "payload": payload},
+        {"timestamp": "2026-01-01T00:00:01+00:00", "type": "llm_call", "payload": {**payload, "sent": sent[:1]}},
+    ]
+    rows = log_window(events, offset=0, limit=10)["events"]
+    assert rows[0]["verdicts"] == expected
+    assert "verdicts" not in rows[1]  # nothing to badge: no key
+    assert tool_verdicts({"sent": "nonsense"}) == {} and tool_verdicts(None) == {}
