@@ -308,7 +308,7 @@ def create_app(service: Service, policy: Policy | None = None, limits: StreamLim
         run_id = latest_run_id(service.workspace)
         return await _flow(run_id) if run_id is not None else _error("no_run", 404)
 
-    register_run_routes(app, indexes, _known, lambda: service.workspace)
+    register_run_routes(app, indexes, _known, runs_root(service.workspace))
 
     @app.post("/api/runs/<run_id>/interrupt")
     async def post_interrupt(run_id: str) -> Response:

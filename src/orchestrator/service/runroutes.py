@@ -7,13 +7,14 @@ Registered on the app by ``create_app``, behind the same perimeter as every othe
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from orchestrator.engine.runfolder import read_meta, runs_root
+from orchestrator.engine.runfolder import read_meta
 from orchestrator.runlog.writer import utc_timestamp
 from orchestrator.service.etag import etag_of, matches
 from orchestrator.service.runindex import RunIndex, RunIndexes
@@ -33,16 +34,15 @@ def conditional_json(value: Any) -> Response:
     return Response(body, status=200, content_type="application/json", headers=headers)
 
 
-def register_run_routes(
-    app: QuartTrio, indexes: RunIndexes, known: Callable[[str], bool], workspace_of: Callable[[], Any]
-) -> None:
-    """Add the tree and timeline routes; ``known(run_id)`` is the app's own run-id check."""
+def register_run_routes(app: QuartTrio, indexes: RunIndexes, known: Callable[[str], bool], runs_dir: Path) -> None:
+    """Add the tree and timeline routes; ``known(run_id)`` is the app's own run-id check, ``runs_dir``
+    the workspace's run folders."""
 
     async def _derive(run_id: str, derive: Callable[[RunIndex, str | None, str], msgspec.Struct]) -> Response:
         if not known(run_id):
             return Response(b'{"ok":false,"error":"not_found"}', status=404, content_type="application/json")
         index = await indexes.get(run_id)
-        meta = read_meta(runs_root(workspace_of()) / run_id)
+        meta = read_meta(runs_dir / run_id)
         status = meta.status if meta else None
         answer = _fields(derive(index, status, utc_timestamp()))
         return conditional_json({"runId": run_id, "status": status or "unknown", **answer})
