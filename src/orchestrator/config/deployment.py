@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from orchestrator.config.mcpservers import McpServer, mcp_server_problems
 from orchestrator.schema import StrictBase
 
 __all__ = [
@@ -122,6 +123,8 @@ class Deployment(StrictBase):
     executor: ExecutorConfig
     context_policy: ContextPolicy
     logging: LoggingConfig | None = None
+    #: MCP servers whose tools roles may list as ``mcp:<server>/<tool>`` (see config/mcpservers.py).
+    mcp_servers: dict[str, McpServer] = {}
 
 
 #: One value finding: the dotted wire path of the field, and what is wrong with it.
@@ -211,6 +214,7 @@ def deployment_problems(deployment: Deployment, role_names: Collection[str] | No
         problems.append(
             ("executor.contextPressureThreshold", f"must be a number strictly between 0 and 1 (got {threshold})")
         )
+    problems.extend(mcp_server_problems(deployment.mcp_servers))
     if role_names is not None:
         problems.extend(role_reference_problems(deployment, role_names))
     return problems

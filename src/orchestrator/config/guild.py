@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import jsonschema
 import msgspec
 
+from orchestrator.config.mcpservers import MCP_PREFIX
 from orchestrator.errors import ConfigError
 from orchestrator.schema import Base, StrictBase
 
@@ -154,6 +155,8 @@ def read_guild(guild_dir: Path) -> tuple[Guild | None, list[str]]:
     if not tool_problems:
         for name, role in roles.items():
             for index, tool in enumerate(role.tools):
+                if tool.startswith(MCP_PREFIX):
+                    continue  # an MCP server's tool: checked against the deployment's mcpServers
                 if tool not in tools:
                     problems.append(
                         f"{source}: role `{name}` lists tool `{tool}`, which no manifest declares - at "

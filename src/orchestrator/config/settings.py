@@ -20,7 +20,8 @@ from orchestrator.config.deployment import (
     deployment_problems,
     field_value,
 )
-from orchestrator.config.guild import Guild, read_guild
+from orchestrator.config.guild import GUILD_FILE, Guild, read_guild
+from orchestrator.config.mcpservers import reference_problems
 from orchestrator.config.overrides import apply_overrides, parse_overrides
 from orchestrator.config.secrets import DEFAULT_SECRETS_DIR, REDACTED, read_api_key, scrub
 from orchestrator.defaults import packaged_path
@@ -210,6 +211,12 @@ def load_settings(
             if field in by_field
         )
         notes.extend(_override_notes(deployment, merged, by_field))
+        if guild is not None:
+            role_tools = {name: role.tools for name, role in guild.roles.items()}
+            problems.extend(
+                f"{guild_dir / GUILD_FILE}: {field} {message}"
+                for field, message in reference_problems(role_tools, deployment.mcp_servers)
+            )
 
     api_key = secret.value if secret else None
     if problems or merged is None or guild is None:

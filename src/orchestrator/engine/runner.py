@@ -30,7 +30,8 @@ from orchestrator.engine.runfolder import (
 )
 from orchestrator.engine.state import RunState
 from orchestrator.llm import LlmClient, LlmTimeouts
-from orchestrator.runlog.events import ResultCard, RunEvent
+from orchestrator.mcpclient import open_mcp_tools
+from orchestrator.runlog.events import CardError, ResultCard, RunEvent
 from orchestrator.runlog.writer import LogLevel, RunLog, utc_timestamp
 from orchestrator.tools import NativeTool, default_native_tools, ensure_git_exclude
 
@@ -133,14 +134,19 @@ async def _drive(
     try:
         with RunLog(run_dir / "log.jsonl", level) as log:
             log.listeners.extend(services.log_listeners)
-            async with LlmClient(model.api_base, api_key=settings.api_key, timeouts=services.timeouts) as llm:
+            async with (
+                LlmClient(model.api_base, api_key=settings.api_key, timeouts=services.timeouts) as llm,
+                open_mcp_tools(settings) as mcp,
+            ):
+                if isinstance(mcp, list):  # an MCP server the Guild references could not be used
+                    return _config_error_card(mcp)
                 run = Run(
-                    settings=settings,
+                    settings=mcp.settings,
                     workspace=workspace,
                     state=state,
                     log=log,
                     llm=llm,
-                    native_tools=_tools(services),
+                    native_tools={**_tools(services), **mcp.native_tools},
                     on_delta=services.on_delta,
                     checkpointer=checkpointer,
                     interrupts=services.interrupts,
@@ -152,6 +158,11 @@ async def _drive(
                 return await (run.execute(task) if task is not None else run.resume())
     finally:
         checkpointer.close()
+
+
+def _config_error_card(problems: list[str]) -> ResultCard:
+    message = "the run could not start its MCP tool servers: " + "; ".join(problems)
+    return ResultCard(status="error", summary=message, error=CardError(kind="configuration_error", message=message))
 
 
 def _finish(run_dir: Path, meta: RunMeta, card: ResultCard) -> None:
