@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from orchestrator.config.mcpservers import McpServer, mcp_server_problems
+from orchestrator.config.mcpservers import McpServer, mcp_server_problems, server_decode_problems
 from orchestrator.schema import StrictBase
 
 __all__ = [
@@ -150,6 +150,9 @@ def decode_deployment(data: bytes) -> tuple[Deployment | None, list[str]]:
         raw = msgspec.json.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None, [first]
+    if "$.mcpServers[...]" in first and isinstance(raw, dict):
+        named = server_decode_problems(raw.get("mcpServers"))
+        first = named[0] if named else first
     key_paths = list(_api_key_paths(raw, "$"))
     if not key_paths:
         return None, [first]

@@ -2,9 +2,9 @@
 
 The shape is the one Claude Desktop, Cursor and Claude Code use: a name mapped to either a stdio
 server (``command``, ``args``, ``env``) or a Streamable HTTP server (``url``, ``headers``). Values in
-``env`` and ``headers`` may hold ``${NAME}`` references, resolved when the server starts from the
-environment variable ``NAME`` or the secret file ``/run/secrets/<name>`` (see
-:mod:`orchestrator.mcpclient.secrets`), so credentials never sit in the file.
+``env`` and ``headers`` may hold ``${NAME}`` references, resolved at startup like the model key: the
+environment variable ``NAME``, then the secret file ``/run/secrets/<name>`` (or ``<NAME>``), so
+credentials never sit in the file. The resolved values travel in ``McpResolved`` and nowhere else.
 
 Also here: the role-side reference syntax ``mcp:<server>/<tool>`` / ``mcp:<server>/*`` and the checks
 that tie the two files together. Everything is pure; problems are ``(field, message)`` pairs.
@@ -14,19 +14,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 
 import msgspec
 
+from orchestrator.config.secrets import REDACTED, read_secret
 from orchestrator.schema import StrictBase
 
 __all__ = [
     "MCP_PREFIX",
     "NAME_SEPARATOR",
     "McpRef",
+    "McpResolved",
     "McpServer",
     "mcp_server_problems",
     "parse_mcp_ref",
     "reference_problems",
+    "resolve_server_secrets",
+    "server_decode_problems",
 ]
 
 MCP_PREFIX = "mcp:"
@@ -65,6 +70,24 @@ def parse_mcp_ref(entry: str) -> McpRef | str | None:
     if not _SERVER_NAME.match(server):
         return f"`{entry}` names server `{server}`, which is not a valid MCP server name"
     return McpRef(server=server, tool=None if tool == "*" else tool)
+
+
+def server_decode_problems(raw: object) -> list[str]:
+    """msgspec's messages for each malformed server entry, with the ``$.path`` naming the server.
+
+    (msgspec reports a dict value's path as ``$.mcpServers[...]``; this names the key instead.)
+    """
+    if not isinstance(raw, dict):
+        return []
+    problems: list[str] = []
+    for name, entry in raw.items():
+        try:
+            msgspec.convert(entry, McpServer)
+        except msgspec.ValidationError as exc:
+            message = str(exc)
+            where = f"$.mcpServers.{name}"
+            problems.append(message.replace("`$", f"`{where}", 1) if "`$" in message else f"{message} - at `{where}`")
+    return problems
 
 
 def mcp_server_problems(servers: Mapping[str, McpServer]) -> list[tuple[str, str]]:
@@ -134,3 +157,57 @@ def reference_problems(role_tools: Mapping[str, list[str]], servers: Mapping[str
                     )
                 )
     return problems
+
+
+class McpResolved(msgspec.Struct, frozen=True, kw_only=True):
+    """One server's ``env`` and ``headers`` with references resolved, and the secret values used."""
+
+    env: dict[str, str]
+    headers: dict[str, str]
+    secrets: list[str]
+
+    def __repr__(self) -> str:
+        return f"McpResolved(env={sorted(self.env)!r}, headers={sorted(self.headers)!r}, secrets={REDACTED!r})"
+
+
+def resolve_server_secrets(
+    servers: Mapping[str, McpServer], env: Mapping[str, str], secrets_dir: Path
+) -> tuple[dict[str, McpResolved], list[str]]:
+    """Every server's ``${NAME}`` references resolved; problems name the key and the variable, never a value."""
+    resolved: dict[str, McpResolved] = {}
+    problems: list[str] = []
+    for name, server in servers.items():
+        where = f"mcpServers.{name}"
+        env_values, env_secrets = _resolve(server.env, f"{where}.env", env, secrets_dir, problems)
+        headers, header_secrets = _resolve(server.headers, f"{where}.headers", env, secrets_dir, problems)
+        resolved[name] = McpResolved(env=env_values, headers=headers, secrets=env_secrets + header_secrets)
+    return resolved, problems
+
+
+def _resolve(
+    values: Mapping[str, str], where: str, env: Mapping[str, str], secrets_dir: Path, problems: list[str]
+) -> tuple[dict[str, str], list[str]]:
+    resolved: dict[str, str] = {}
+    secrets: list[str] = []
+    for key, value in values.items():
+        pieces: list[str] = []
+        position = 0
+        for match in _REFERENCE.finditer(value):
+            name = match.group(1)
+            if not _ENV_NAME.match(name):
+                continue  # reported by mcp_server_problems
+            secret, read_problems = read_secret(env, name, (name.lower(), name), secrets_dir)
+            problems.extend(read_problems)
+            if secret is None:
+                problems.append(
+                    f"{where}.{key}: `${{{name}}}` is not set: set the environment variable {name} or provide "
+                    f"the secret file {secrets_dir / name.lower()}"
+                )
+            else:
+                pieces.append(value[position : match.start()])
+                pieces.append(secret.value)
+                secrets.append(secret.value)
+                position = match.end()
+        pieces.append(value[position:])
+        resolved[key] = "".join(pieces)
+    return resolved, secrets

@@ -21,7 +21,7 @@ from orchestrator.config.deployment import (
     field_value,
 )
 from orchestrator.config.guild import GUILD_FILE, Guild, read_guild
-from orchestrator.config.mcpservers import reference_problems
+from orchestrator.config.mcpservers import McpResolved, reference_problems, resolve_server_secrets
 from orchestrator.config.overrides import apply_overrides, parse_overrides
 from orchestrator.config.secrets import DEFAULT_SECRETS_DIR, REDACTED, read_api_key, scrub
 from orchestrator.defaults import packaged_path
@@ -72,6 +72,8 @@ class Settings(Base):
     guild_dir: Path
     deployment_file: Path
     api_key: str | None = None
+    #: Each MCP server's env/headers with ``${NAME}`` secrets resolved (never rendered or logged).
+    mcp_resolved: dict[str, McpResolved] = {}
     notes: list[str] = []
     # Where each path came from (see ``ConfigPaths``); ``None`` when the caller passed paths directly.
     guild_source: str | None = None
@@ -218,6 +220,10 @@ def load_settings(
                 for field, message in reference_problems(role_tools, deployment.mcp_servers)
             )
 
+    mcp_resolved: dict[str, McpResolved] = {}
+    if merged is not None:
+        mcp_resolved, mcp_problems = resolve_server_secrets(merged.mcp_servers, env, secrets_dir)
+        problems.extend(f"{deployment_file}: {problem}" for problem in mcp_problems)
     api_key = secret.value if secret else None
     if problems or merged is None or guild is None:
         raise ConfigError(scrub(problems, api_key))
@@ -228,6 +234,7 @@ def load_settings(
         guild_dir=guild_dir,
         deployment_file=deployment_file,
         api_key=api_key,
+        mcp_resolved=mcp_resolved,
         notes=scrub(notes, api_key),
     )
 
@@ -310,6 +317,16 @@ def render_settings(settings: Settings) -> dict[str, Any]:
         },
         "contextPolicy": _builtins(deployment.context_policy),
         "logging": None if deployment.logging is None else _builtins(deployment.logging),
+        "mcpServers": {
+            name: {
+                "command": server.command,
+                "args": list(server.args),
+                "url": server.url,
+                "env": {key: REDACTED for key in server.env},
+                "headers": {key: REDACTED for key in server.headers},
+            }
+            for name, server in deployment.mcp_servers.items()
+        },
         "entryRole": guild.entry_role,
         "roles": {
             name: {

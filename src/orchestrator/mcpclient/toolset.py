@@ -9,11 +9,9 @@ nursery that is cancelled when the ``async with`` block ends — with the run.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any
 
 import msgspec
@@ -21,11 +19,9 @@ import trio
 
 from orchestrator.config import Settings
 from orchestrator.config.guild import ToolManifest
-from orchestrator.config.mcpservers import McpRef, parse_mcp_ref
-from orchestrator.config.secrets import DEFAULT_SECRETS_DIR
+from orchestrator.config.mcpservers import McpRef, McpResolved, parse_mcp_ref
 from orchestrator.mcpclient.connection import McpConnection
 from orchestrator.mcpclient.results import model_tool_name
-from orchestrator.mcpclient.secrets import resolve_references
 from orchestrator.runlog.events import ToolResult
 from orchestrator.tools.base import NativeTool, ToolContext
 
@@ -53,19 +49,12 @@ def referenced_servers(settings: Settings) -> list[str]:
 
 
 @asynccontextmanager
-async def open_mcp_tools(
-    settings: Settings,
-    *,
-    env: Mapping[str, str] | None = None,
-    secrets_dir: Path = DEFAULT_SECRETS_DIR,
-    errlog: IO[str] | None = None,
-) -> AsyncIterator[McpTools | list[str]]:
+async def open_mcp_tools(settings: Settings, *, errlog: IO[str] | None = None) -> AsyncIterator[McpTools | list[str]]:
     """Start the referenced servers (once each) for the duration of the block; see the module doc."""
     names = referenced_servers(settings)
     if not names:
         yield McpTools(settings=settings)
         return
-    environ = os.environ if env is None else env
     timeout = float(settings.deployment.executor.default_tool_timeout_seconds)
     async with trio.open_nursery() as nursery:
         try:
@@ -73,22 +62,15 @@ async def open_mcp_tools(
             connections: dict[str, McpConnection] = {}
             for name in names:
                 server = settings.deployment.mcp_servers[name]
-                where = f"mcpServers.{name}"
-                env_values, env_secrets, env_problems = resolve_references(
-                    server.env, f"{where}.env", environ, secrets_dir
+                resolved = settings.mcp_resolved.get(name) or McpResolved(
+                    env=dict(server.env), headers=dict(server.headers), secrets=[]
                 )
-                headers, header_secrets, header_problems = resolve_references(
-                    server.headers, f"{where}.headers", environ, secrets_dir
-                )
-                if env_problems or header_problems:
-                    problems.extend(env_problems + header_problems)
-                    continue
                 connection = McpConnection(
                     name,
                     server,
-                    env=env_values,
-                    headers=headers,
-                    secrets=env_secrets + header_secrets,
+                    env=resolved.env,
+                    headers=resolved.headers,
+                    secrets=resolved.secrets,
                     start_timeout=timeout,
                     errlog=errlog,
                 )

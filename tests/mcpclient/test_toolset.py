@@ -1,0 +1,105 @@
+"""A Guild role calling MCP tools in a real run: the sim model scripts the calls, the fixture server answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.engine.harness import call, finish, of_type, run_task, turn
+from tests.mcpclient.support import http_server, mcp_settings, stdio_server
+
+
+def _outputs(requests: list[dict]) -> list[dict]:
+    """Every function_call_output the model was sent, decoded, in order (deduplicated by call id)."""
+    seen: dict[str, dict] = {}
+    for request in requests:
+        for item in request["body"]["input"]:
+            if item.get("type") == "function_call_output":
+                seen.setdefault(item["call_id"], json.loads(item["output"]))
+    return list(seen.values())
+
+
+async def test_a_role_calls_stdio_mcp_tools_with_schema_timeout_crash_and_events(tmp_path: Path, sim_for) -> None:
+    script = {
+        "turns": [
+            turn("lead", call("fx__add", a=2, b=3)),
+            turn("lead", call("fx__add", a="two", b=3)),
+            turn("lead", call("fx__hang")),
+            turn("lead", call("fx__crash")),
+            turn("lead", call("fx__echo", text="x" * 500)),
+            turn("lead", call("fx__secret_env")),
+            turn("lead", finish("used the MCP tools")),
+        ]
+    }
+    async with sim_for(script) as sim:
+        settings = mcp_settings(
+            tmp_path,
+            sim.base_url,
+            {"lead": ["finish", "mcp:fx/*"]},
+            {"fx": stdio_server(FIXTURE_TOKEN="${FIXTURE_TOKEN}")},
+            env={"FIXTURE_TOKEN": "tok-very-secret-1"},
+            timeout=2,
+            max_chars=200,
+        )
+        outcome, events = await run_task(settings, tmp_path)
+        requests = await sim.responses_requests()
+    assert outcome.card.status == "success", outcome.card
+    # The model saw the server's tools, namespaced, with the server's input schemas.
+    tools = {tool["name"]: tool for tool in requests[0]["body"]["tools"]}
+    assert {"fx__add", "fx__echo", "fx__crash", "fx__hang", "fx__fail", "fx__secret_env", "finish"} <= set(tools)
+    assert tools["fx__add"]["parameters"]["required"] == ["a", "b"]
+    assert "[MCP server fx]" in tools["fx__add"]["description"]
+    results = [(r["tool"], r["result"]) for r in of_type(events, "tool_result")]
+    assert results[0] == ("fx__add", {"kind": "success", "data": {"total": 5}})
+    assert results[1][1]["kind"] == "invalid_arguments" and results[1][1]["message"].startswith("a:")
+    assert results[2][1]["kind"] == "timeout"
+    assert results[3][1]["kind"] == "unavailable" and "restarted" in results[3][1]["message"]
+    assert results[4][1] == {"kind": "success", "data": {"result": "x" * 500}}  # the log keeps it whole
+    assert results[5][1] == {"kind": "success", "data": {"result": "token is <redacted>"}}
+    assert [c["tool"] for c in of_type(events, "tool_call")][:6] == [
+        "fx__add",
+        "fx__add",
+        "fx__hang",
+        "fx__crash",
+        "fx__echo",
+        "fx__secret_env",
+    ]
+    # The conversation got the echo cut to maxToolOutputChars.
+    raw_outputs = [
+        item["output"]
+        for item in requests[-1]["body"]["input"]
+        if item.get("type") == "function_call_output" and "xxxxx" in item["output"]
+    ]
+    assert raw_outputs and len(raw_outputs[0]) < 500
+    assert "tok-very-secret-1" not in (outcome.run_dir / "log.jsonl").read_text()
+
+
+async def test_a_role_calls_a_streamable_http_server_with_a_secret_header(tmp_path: Path, sim_for) -> None:
+    script = {"turns": [turn("lead", call("web__add", a=40, b=2)), turn("lead", finish("42"))]}
+    secrets = tmp_path / "no-secrets"
+    secrets.mkdir()
+    (secrets / "web_token").write_text("header-secret-9\n")
+    async with http_server(token="header-secret-9") as url, sim_for(script) as sim:
+        settings = mcp_settings(
+            tmp_path,
+            sim.base_url,
+            {"lead": ["finish", "mcp:web/add"]},
+            {"web": {"url": url, "headers": {"Authorization": "Bearer ${WEB_TOKEN}"}}},
+        )
+        outcome, events = await run_task(settings, tmp_path)
+        requests = await sim.responses_requests()
+    assert outcome.card.status == "success", outcome.card
+    assert [t["name"] for t in requests[0]["body"]["tools"]] == ["finish", "web__add"]
+    assert of_type(events, "tool_result")[0]["result"] == {"kind": "success", "data": {"total": 42}}
+
+
+async def test_a_listed_tool_the_server_does_not_offer_stops_the_run_naming_both(tmp_path: Path, sim_for) -> None:
+    async with sim_for({"turns": [turn("lead", finish("never"))]}) as sim:
+        settings = mcp_settings(tmp_path, sim.base_url, {"lead": ["finish", "mcp:fx/nope"]}, {"fx": stdio_server()})
+        outcome, _ = await run_task(settings, tmp_path)
+        requests = await sim.responses_requests()
+    assert outcome.card.status == "error" and outcome.card.error is not None
+    assert outcome.card.error.kind == "configuration_error"
+    assert "`fx` does not offer a tool `nope`" in outcome.card.summary and "role `lead`" in outcome.card.summary
+    assert "echo" in outcome.card.summary  # what it does offer
+    assert requests == []
