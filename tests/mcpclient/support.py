@@ -69,6 +69,7 @@ def mcp_settings(
     env: Mapping[str, str] | None = None,
     timeout: int = 30,
     max_chars: int = 4000,
+    context_window: int = 32768,
 ) -> Settings:
     """Settings for a Guild with ``roles`` and a deployment declaring ``servers`` as ``mcpServers``."""
     guild = write_guild(tmp_path / "guild", roles)
@@ -77,6 +78,7 @@ def mcp_settings(
         api_base,
         defaultToolTimeoutSeconds=timeout,
         context_policy={"maxToolOutputChars": max_chars},
+        model={"contextWindow": context_window},
     )
     document = json.loads(deployment.read_text())
     document["mcpServers"] = {name: dict(entry) for name, entry in servers.items()}
