@@ -153,6 +153,17 @@ class McpConnection:
             return self._lost_during_call(session, tool, _describe(exc))
         return to_tool_result(self.name, tool, result, self._secrets)
 
+    async def ping(self) -> bool:
+        """One MCP ``ping`` round trip (the transport floor); ``False`` when the server is not up."""
+        session = self._session
+        if session is None:
+            return False
+        try:
+            await session.send_ping()
+        except _LOST:
+            return False
+        return True
+
     async def _wait_ready(self) -> ClientSession | None:
         while self._session is None and self._down is None:
             await self._ready.wait()
