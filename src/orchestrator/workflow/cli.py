@@ -27,22 +27,52 @@ def add_mcp_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transport", choices=("stdio", "http"), help="MCP transport (default TRANSPORT or stdio)")
     parser.add_argument("--host", metavar="H", help="HTTP bind address (default HOST or 127.0.0.1)")
     parser.add_argument("--port", metavar="N", help="HTTP port, 0 for any free one (default PORT or 3000)")
+    parser.add_argument(
+        "--face",
+        choices=("workflows", "runs"),
+        default="workflows",
+        help="workflows: the workflow server (default); runs: delegate tasks to a running `orchestrator serve`",
+    )
+    parser.add_argument(
+        "--server", metavar="URL", help="runs face: the service to drive (default http://127.0.0.1:8765)"
+    )
 
 
 def run_mcp(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """Load the settings and serve (stdio until stdin closes; HTTP until SIGTERM/SIGINT). Exit code 2 for a
     configuration that cannot work, with the reason on stderr."""
+    if args.face == "runs" or args.server:
+        return _runs_face(args, env)
     from orchestrator.workflow.errors import WorkflowError
     from orchestrator.workflow.settings import load_workflow_settings
 
+    flags = {key: value for key, value in vars(args).items() if key not in ("face", "server")}
     try:
-        settings = load_workflow_settings(env, vars(args))
+        settings = load_workflow_settings(env, flags)
     except WorkflowError as exc:
         print(f"orchestrator mcp: invalid configuration: {exc.message}", file=sys.stderr)
         return EXIT_CONFIG
     from orchestrator.workflow.server import serve_main
 
     return serve_main(settings, env, hard_exit=True)
+
+
+def _runs_face(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``--face runs``: the Guild behind an MCP face (``orchestrator.runsface``); the workflow flags do not apply."""
+    if args.face != "runs":
+        print(f"orchestrator mcp: --server does not apply to --face {args.face}", file=sys.stderr)
+        return EXIT_CONFIG
+    workflow_only = ("workflow_dir", "repo", "install_dir", "transport", "host", "port")
+    misplaced = next((f"--{key.replace('_', '-')}" for key in workflow_only if getattr(args, key)), None)
+    if misplaced is not None:
+        print(f"orchestrator mcp: {misplaced} does not apply to --face runs", file=sys.stderr)
+        return EXIT_CONFIG
+    from pathlib import Path
+
+    from orchestrator.runsface import DEFAULT_SERVER, serve_runs_face
+
+    workspace = Path(args.workspace).resolve() if args.workspace else Path.cwd()
+    return serve_runs_face(args.server or DEFAULT_SERVER, workspace, env)
 
 
 def main(argv: Sequence[str]) -> int:

@@ -1,0 +1,95 @@
+"""The service's HTTP API as the runs face sees it: authenticated requests, and clear failures.
+
+Every request carries ``Authorization: Bearer <token>`` when a token is known (``ORCHESTRATOR_TOKEN``,
+else ``<workspace>/.orchestration/token``, read afresh for each request so a service started later is
+picked up). Anything but a 2xx answer becomes ``ServiceUnavailable`` with a message saying what
+happened and where — an unreachable service is reported as such, never papered over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+__all__ = ["DEFAULT_SERVER", "TOKEN_FILE", "TOKEN_VARIABLE", "ServiceClient", "ServiceUnavailable", "read_token"]
+
+DEFAULT_SERVER = "http://127.0.0.1:8765"
+TOKEN_VARIABLE = "ORCHESTRATOR_TOKEN"
+TOKEN_FILE = Path(".orchestration") / "token"
+_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+
+
+class ServiceUnavailable(Exception):
+    """The service could not answer the request as asked; ``message`` says why, for the caller."""
+
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.code = code
+
+
+def read_token(env: Mapping[str, str], workspace: Path | None) -> str | None:
+    """``ORCHESTRATOR_TOKEN``, else the workspace's token file, trimmed; ``None`` when neither is set."""
+    value = env.get(TOKEN_VARIABLE, "").strip()
+    if value:
+        return value
+    if workspace is None:
+        return None
+    try:
+        text = (workspace / TOKEN_FILE).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text or None
+
+
+class ServiceClient:
+    """Requests to one ``orchestrator serve`` at ``base_url``."""
+
+    def __init__(self, base_url: str, env: Mapping[str, str], workspace: Path | None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._env = env
+        self._workspace = workspace
+
+    async def request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        """The decoded JSON answer of a 2xx response; raises ``ServiceUnavailable`` otherwise."""
+        headers = {"accept": "application/json"}
+        token = read_token(self._env, self._workspace)
+        if token:
+            headers["authorization"] = f"Bearer {token}"
+        try:
+            async with httpx.AsyncClient(base_url=self.base_url, timeout=_TIMEOUT) as http:
+                response = await http.request(method, path, json=body, headers=headers)
+        except httpx.HTTPError as exc:
+            reason = str(exc).strip() or type(exc).__name__
+            raise ServiceUnavailable(
+                f"no orchestrator service is reachable at {self.base_url} ({reason}); start one with "
+                "`orchestrator serve` (or pass --server URL) and call again"
+            ) from None
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        if response.is_success:
+            return answer
+        code = answer.get("error") if isinstance(answer, dict) else None
+        raise ServiceUnavailable(
+            _failure(self.base_url, method, path, response.status_code, code),
+            status=response.status_code,
+            code=code if isinstance(code, str) else None,
+        )
+
+
+def _failure(base: str, method: str, path: str, status: int, code: object) -> str:
+    where = f"{method} {base}{path}"
+    if status == 401:
+        return (
+            f"the orchestrator service at {base} refused the request (401): set {TOKEN_VARIABLE} or start the "
+            f"face with --workspace pointing at the served project (its {TOKEN_FILE} holds the token)"
+        )
+    if status == 403:
+        return f"the orchestrator service at {base} refused the request (403 {code or 'forbidden'})"
+    return f"{where} answered {status}" + (f" ({code})" if code else "")
