@@ -5,8 +5,11 @@ side by side in the same run, through the very callables the engine dispatches:
 
 - ``native``: an in-process native tool (``await tool(ctx, arguments)``), the baseline;
 - ``mcp stdio``: the tool served by an MCP server (this file with ``--serve``, a real subprocess on the
-  official SDK), reached through ``open_mcp_tools`` (``McpConnection.call``: JSON-RPC over pipes, the
-  SDK's client session, result translation);
+  official SDK, on the project's thread-free stdio wire as ``orchestrator mcp`` uses), reached through
+  ``open_mcp_tools`` (``McpConnection.call``: JSON-RPC over pipes, the SDK's client session, result
+  translation);
+- ``mcp sdkwire``: the same server on the SDK's default stdio wire (``run_stdio_async``: worker-thread
+  file wrappers), as most third-party Python servers run;
 - ``mcp http``: the same server over Streamable HTTP (Hypercorn, trio worker, in this process);
 - ``stdio ping``: an MCP ``ping`` on the stdio session — the SDK's own round-trip floor, which shows how
   much of the overhead is the transport and the SDK rather than our client layer.
@@ -60,10 +63,16 @@ def build_server() -> Any:
     return server
 
 
-def serve_stdio() -> None:
+def serve_stdio(sdk_wire: bool) -> None:
     import anyio
 
-    anyio.run(build_server().run_stdio_async, backend="trio")
+    from orchestrator.runsface.stdio import run_stdio
+
+    server = build_server()
+    if sdk_wire:
+        anyio.run(server.run_stdio_async, backend="trio")
+    else:
+        anyio.run(run_stdio, server, backend="trio")
 
 
 def _settings(root: Path, servers: dict[str, Any]) -> Any:
@@ -135,6 +144,7 @@ async def _bench(rounds: int, block: int, warmup: int) -> int:
             binds = await nursery.start(serve, build_server().streamable_http_app(), config)
             servers = {
                 "stdio": {"command": sys.executable, "args": [str(Path(__file__).resolve()), "--serve"]},
+                "sdkwire": {"command": sys.executable, "args": [str(Path(__file__).resolve()), "--serve-sdk-wire"]},
                 "http": {"url": f"{binds[0]}/mcp"},
             }
             settings = _settings(root, servers)
@@ -146,6 +156,7 @@ async def _bench(rounds: int, block: int, warmup: int) -> int:
                 contenders: dict[str, Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]] = {
                     "native": native,
                     "mcp stdio": tools.native_tools["stdio__words"],
+                    "mcp sdkwire": tools.native_tools["sdkwire__words"],
                     "mcp http": tools.native_tools["http__words"],
                     "stdio ping": _pinger(tools.connections["stdio"]),
                 }
@@ -171,13 +182,13 @@ async def _bench(rounds: int, block: int, warmup: int) -> int:
     print(f"calls per contender: {rounds * block} ({rounds} rounds x {block}), ~{len(TEXT)} chars of arguments")
     for name, samples in times.items():
         p50, p90 = statistics.median(samples), _pct(samples, 0.9)
-        print(f"  {name:<10} p50 {p50 * 1e3:8.3f} ms   p90 {p90 * 1e3:8.3f} ms")
+        print(f"  {name:<11} p50 {p50 * 1e3:8.3f} ms   p90 {p90 * 1e3:8.3f} ms")
     floor = statistics.median(times["stdio ping"])
     print(
         f"the SDK's stdio round-trip floor (ping) p50: {floor * 1e3:.3f} ms; a stdio call over that floor: "
         f"{(statistics.median(times['mcp stdio']) - floor) * 1e3:.3f} ms"
     )
-    for name in ("mcp stdio", "mcp http"):
+    for name in ("mcp stdio", "mcp sdkwire", "mcp http"):
         p50 = statistics.median(times[name])
         goal = " (goal <= 2 ms)" if name == "mcp stdio" else ""
         print(
@@ -190,10 +201,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few seconds: fewer rounds")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-sdk-wire", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     logging.disable(logging.INFO)  # the SDK and httpx2 log every request at INFO
-    if args.serve:
-        serve_stdio()
+    if args.serve or args.serve_sdk_wire:
+        serve_stdio(sdk_wire=args.serve_sdk_wire)
         return 0
     import trio
 

@@ -162,7 +162,7 @@ async def _drive(
 
 def _config_error_card(problems: list[str]) -> ResultCard:
     message = "the run could not start its MCP tool servers: " + "; ".join(problems)
-    return ResultCard(status="error", summary=message, error=CardError(kind="configuration_error", message=message))
+    return ResultCard(status="error", summary=message, error=CardError(kind="unavailable", message=message))
 
 
 def _finish(run_dir: Path, meta: RunMeta, card: ResultCard) -> None:
