@@ -2,14 +2,16 @@
 
 Tools: ``echo`` (text back), ``add`` (structured result), ``secret_env`` (the value of FIXTURE_TOKEN,
 to prove secrets are passed and scrubbed), ``fail`` (an ``isError`` result), ``crash`` (the process
-exits mid-call), ``hang`` (never answers). Runs over stdio by default; ``--http`` is provided by the
-tests, which serve ``streamable_http_app()`` with Hypercorn's trio worker.
+exits mid-call), ``exit_soon`` (answers, then the process exits), ``hang`` (never answers). Runs over
+stdio when executed; the tests serve ``build().streamable_http_app()`` with Hypercorn's trio worker for
+Streamable HTTP.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 
 import anyio
 import trio
@@ -50,6 +52,12 @@ def build() -> MCPServer:
         """Exit the server process in the middle of the call."""
         sys.stderr.write("fixture server: crashing on request\n")
         os._exit(3)
+
+    @server.tool()
+    async def exit_soon() -> str:
+        """Answer, then exit the process a moment later (a crash between calls)."""
+        threading.Timer(0.2, os._exit, [4]).start()
+        return "exiting"
 
     @server.tool()
     async def hang() -> str:

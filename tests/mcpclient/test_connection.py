@@ -58,6 +58,20 @@ async def test_a_crashed_server_restarts_once_then_answers_unavailable() -> None
     assert after_second.kind == "unavailable" and "unavailable for the rest of this run" in (after_second.message or "")
 
 
+async def test_a_server_that_dies_between_calls_is_restarted_before_the_next_call() -> None:
+    connection = _connection(_stdio())
+    async with trio.open_nursery() as nursery:
+        await nursery.start(connection.run)
+        answered = await connection.call("exit_soon", {})
+        with trio.fail_after(20):
+            while connection.restarts == 0:  # noqa: ASYNC110 (the restart has no public event)
+                await trio.sleep(0.02)
+        echoed = await connection.call("echo", {"text": "fresh"})
+        nursery.cancel_scope.cancel()
+    assert answered.data == {"result": "exiting"}
+    assert echoed.kind == "success" and echoed.data == {"result": "fresh"}
+
+
 async def test_a_hung_call_is_cancellable_and_the_server_keeps_serving() -> None:
     connection = _connection(_stdio())
     async with trio.open_nursery() as nursery:

@@ -2,9 +2,10 @@
 
 ``McpConnection.run`` is the server's whole lifetime as a trio task, started with ``nursery.start``
 inside the run's nursery: it reports ``None`` once the tools are listed (or a message if the server
-could not be started), then holds the session open until the run's scope is cancelled. A call that
-finds the connection closed (the process exited, the HTTP endpoint went away) wakes the task, which
-reconnects once; after a second loss every call answers ``unavailable``.
+could not be started), then holds the session open until the run's scope is cancelled. A lost
+connection — a stdio server's stdout closing (noticed at once, between calls too), or a call finding
+the connection closed (any transport) — wakes the task, which reconnects once; after a second loss
+every call answers ``unavailable``.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import IO, Any
 
+import anyio
+import anyio.abc
 import httpx2
 import trio
 from mcp import ClientSession, MCPError, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.message import SessionMessage
 
 from orchestrator.config.mcpservers import McpServer
 from orchestrator.mcpclient.results import scrub_value, to_tool_result
@@ -124,8 +128,16 @@ class McpConnection:
         if server.command is not None:
             params = StdioServerParameters(command=server.command, args=list(server.args), env=self._env)
             transport = stdio_client(params, errlog=self._errlog) if self._errlog is not None else stdio_client(params)
-            async with transport as (read, write), ClientSession(read, write) as session:
-                yield session
+            async with transport as (read, write), trio.open_nursery() as watch:
+                # The session reads through a relay that notices the server's stdout closing, so a
+                # server that dies between calls is restarted at once, not at the next call.
+                relay_send, relay_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+                watch.start_soon(self._relay, read, relay_send)
+                try:
+                    async with ClientSession(relay_receive, write) as session:
+                        yield session
+                finally:
+                    watch.cancel_scope.cancel()
         else:
             assert server.url is not None
             async with (
@@ -134,6 +146,27 @@ class McpConnection:
                 ClientSession(read, write) as session,
             ):
                 yield session
+
+    async def _relay(
+        self,
+        source: anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
+        sink: anyio.abc.ObjectSendStream[SessionMessage | Exception],
+    ) -> None:
+        """Forward the transport's messages to the session; at end of stream mark the connection lost."""
+        async with sink:
+            try:
+                async for item in source:
+                    await sink.send(item)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+        self._mark_lost()
+
+    def _mark_lost(self) -> None:
+        """The live connection is gone: later calls wait for the restart; the lifetime task restarts it."""
+        self._session = None
+        if self._ready.is_set():
+            self._ready = trio.Event()
+        self._lost.set()
 
     # --- calls ---------------------------------------------------------------------------------
 
@@ -170,10 +203,8 @@ class McpConnection:
         return self._session
 
     def _lost_during_call(self, session: ClientSession, tool: str, why: str) -> ToolResult:
-        if session is self._session:  # the first caller to notice: later calls wait for the restart
-            self._session = None
-            self._ready = trio.Event()
-            self._lost.set()
+        if session is self._session:  # the first to notice: later calls wait for the restart
+            self._mark_lost()
         if self.restarts < MAX_RESTARTS:
             note = "it is being restarted (once): the call may be made again"
         else:
