@@ -1,7 +1,7 @@
 """A small MCP server for the tests, written with the official SDK: ``python fixture_server.py``.
 
 Tools: ``echo`` (text back), ``add`` (structured result), ``secret_env`` (the value of FIXTURE_TOKEN,
-to prove secrets are passed and scrubbed), ``fail`` (an ``isError`` result), ``crash`` (the process
+to prove secrets are passed and scrubbed), ``env_names``, ``fail`` (an ``isError`` result), ``crash`` (the process
 exits mid-call), ``exit_soon`` (answers, then the process exits), ``hang`` (never answers). Runs over
 stdio when executed; the tests serve ``build().streamable_http_app()`` with Hypercorn's trio worker for
 Streamable HTTP.
@@ -41,6 +41,11 @@ def build() -> MCPServer:
     async def secret_env() -> str:
         """Report the FIXTURE_TOKEN the server was started with."""
         return f"token is {os.environ.get('FIXTURE_TOKEN', '(unset)')}"
+
+    @server.tool()
+    async def env_names() -> list[str]:
+        """The names of the server's environment variables."""
+        return sorted(os.environ)
 
     @server.tool()
     async def fail(reason: str) -> str:

@@ -101,6 +101,20 @@ async def test_secrets_reach_the_server_but_not_its_answers() -> None:
     assert result.data == {"result": "token is <redacted>"}
 
 
+async def test_a_stdio_server_gets_only_the_safe_environment_and_its_env(monkeypatch) -> None:
+    monkeypatch.setenv("ORCHESTRATOR_API_KEY", "sk-should-never-reach-a-server")
+    monkeypatch.setenv("KAGI_API_KEY", "kagi-should-never-reach-a-server")
+    connection = _connection(_stdio(FIXTURE_TOKEN="given"))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(connection.run)
+        result = await connection.call("env_names", {})
+        nursery.cancel_scope.cancel()
+    names = set(result.data["result"])
+    assert "FIXTURE_TOKEN" in names and "PATH" in names
+    assert not {"ORCHESTRATOR_API_KEY", "KAGI_API_KEY"} & names
+    assert names <= {"FIXTURE_TOKEN", "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LC_CTYPE"}
+
+
 async def test_streamable_http_with_headers(tmp_path: Path) -> None:
     async with http_server(token="letmein-123") as url:
         denied = _connection(McpServer(url=url))

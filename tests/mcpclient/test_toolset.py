@@ -38,7 +38,7 @@ async def test_a_role_calls_stdio_mcp_tools_with_schema_timeout_crash_and_events
             {"lead": ["finish", "mcp:fx/*"]},
             {"fx": stdio_server(FIXTURE_TOKEN="${FIXTURE_TOKEN}")},
             env={"FIXTURE_TOKEN": "tok-very-secret-1"},
-            timeout=2,
+            timeout=6,  # also bounds the wait for the restart after the crash on a busy machine
             max_chars=200,
         )
         outcome, events = await run_task(settings, tmp_path)
@@ -103,4 +103,17 @@ async def test_a_listed_tool_the_server_does_not_offer_stops_the_run_naming_both
     assert outcome.card.summary.startswith("the run could not start its MCP tool servers: ")
     assert "`fx` does not offer a tool `nope`" in outcome.card.summary and "role `lead`" in outcome.card.summary
     assert "echo" in outcome.card.summary  # what it does offer
+    assert requests == []
+
+
+async def test_a_server_that_cannot_start_stops_the_run_before_the_model_is_called(tmp_path: Path, sim_for) -> None:
+    async with sim_for({"turns": [turn("lead", finish("never"))]}) as sim:
+        settings = mcp_settings(
+            tmp_path, sim.base_url, {"lead": ["finish", "mcp:gone/*"]}, {"gone": {"command": "/nonexistent/server"}}
+        )
+        outcome, _ = await run_task(settings, tmp_path)
+        requests = await sim.responses_requests()
+    assert outcome.card.status == "error" and outcome.card.error is not None
+    assert outcome.card.error.kind == "unavailable"
+    assert "MCP server 'gone' could not be started" in outcome.card.summary
     assert requests == []

@@ -25,7 +25,11 @@ from orchestrator.mcpclient.results import model_tool_name
 from orchestrator.runlog.events import ToolResult
 from orchestrator.tools.base import NativeTool, ToolContext
 
-__all__ = ["McpTools", "open_mcp_tools", "referenced_servers"]
+__all__ = ["MIN_START_SECONDS", "McpTools", "open_mcp_tools", "referenced_servers"]
+
+#: A server gets at least this long to start, answer ``initialize`` and list its tools (``npx`` may be
+#: fetching the package); a longer tool timeout raises it.
+MIN_START_SECONDS = 60.0
 
 
 @dataclass
@@ -55,7 +59,7 @@ async def open_mcp_tools(settings: Settings, *, errlog: IO[str] | None = None) -
     if not names:
         yield McpTools(settings=settings)
         return
-    timeout = float(settings.deployment.executor.default_tool_timeout_seconds)
+    timeout = max(float(settings.deployment.executor.default_tool_timeout_seconds), MIN_START_SECONDS)
     async with trio.open_nursery() as nursery:
         try:
             problems: list[str] = []
