@@ -200,3 +200,14 @@ async def test_the_token_is_sent_and_a_refusal_is_explained(tmp_path: Path) -> N
     assert accepted == (False, {"runs": [], "queue": []})
     assert env_first[0]
     assert seen == [None, "Bearer from-the-file", "Bearer from-env"]
+
+
+def test_flags_of_the_other_face_are_refused() -> None:
+    import subprocess
+
+    base = [sys.executable, "-m", "orchestrator", "mcp"]
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO / "src")}
+    runs = subprocess.run([*base, "--face", "runs", "--transport", "http"], env=env, capture_output=True, text=True)
+    workflows = subprocess.run([*base, "--server", "http://x"], env=env, capture_output=True, text=True)
+    assert runs.returncode == 2 and "--transport does not apply to --face runs" in runs.stderr
+    assert workflows.returncode == 2 and "--server does not apply to --face workflows" in workflows.stderr
