@@ -192,6 +192,7 @@ async def test_the_token_is_sent_and_a_refusal_is_explained(tmp_path: Path) -> N
         async with runs_face(binds[0], workspace) as session:
             refused = await tool(session, "list_runs")
             (workspace / ".orchestration" / "token").write_text("from-the-file\n")
+            (workspace / ".orchestration" / "token").chmod(0o600)
             accepted = await tool(session, "list_runs")
         async with runs_face(binds[0], workspace, {"ORCHESTRATOR_TOKEN": "from-env"}) as session:
             env_first = await tool(session, "list_runs")

@@ -1,9 +1,10 @@
 """The service's HTTP API as the runs face sees it: authenticated requests, and clear failures.
 
-Every request carries ``Authorization: Bearer <token>`` when a token is known (``ORCHESTRATOR_TOKEN``,
-else ``<workspace>/.orchestration/token``, read afresh for each request so a service started later is
-picked up). Anything but a 2xx answer becomes ``ServiceUnavailable`` with a message saying what
-happened and where — an unreachable service is reported as such, never papered over.
+Every request carries ``Authorization: Bearer <token>`` when a token is known: ``ORCHESTRATOR_TOKEN``,
+else ``<workspace>/.orchestration/token`` read with the service's own rules (``service/token.py``),
+afresh for each request so a service started later is picked up. Anything but a 2xx answer becomes
+``ServiceUnavailable`` with a message saying what happened and where — an unreachable service is
+reported as such, never papered over.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from typing import Any
 
 import httpx
 
-__all__ = ["DEFAULT_SERVER", "TOKEN_FILE", "TOKEN_VARIABLE", "ServiceClient", "ServiceUnavailable", "read_token"]
+from orchestrator.errors import ConfigError
+from orchestrator.service.token import TOKEN_ENV, read_token_file, token_path
+
+__all__ = ["DEFAULT_SERVER", "ServiceClient", "ServiceUnavailable", "read_token"]
 
 DEFAULT_SERVER = "http://127.0.0.1:8765"
-TOKEN_VARIABLE = "ORCHESTRATOR_TOKEN"
-TOKEN_FILE = Path(".orchestration") / "token"
 _TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 
 
@@ -33,17 +35,20 @@ class ServiceUnavailable(Exception):
 
 
 def read_token(env: Mapping[str, str], workspace: Path | None) -> str | None:
-    """``ORCHESTRATOR_TOKEN``, else the workspace's token file, trimmed; ``None`` when neither is set."""
-    value = env.get(TOKEN_VARIABLE, "").strip()
+    """``ORCHESTRATOR_TOKEN`` (non-blank), else the workspace's token file as the service keeps it.
+
+    ``None`` when neither is there. A token file the service itself would refuse (unreadable, not a
+    token, readable by other users) raises ``ServiceUnavailable`` with the service's own message.
+    """
+    value = env.get(TOKEN_ENV, "").strip()
     if value:
         return value
     if workspace is None:
         return None
     try:
-        text = (workspace / TOKEN_FILE).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return text or None
+        return read_token_file(token_path(workspace))
+    except ConfigError as exc:
+        raise ServiceUnavailable(str(exc)) from None
 
 
 class ServiceClient:
@@ -87,8 +92,8 @@ def _failure(base: str, method: str, path: str, status: int, code: object) -> st
     where = f"{method} {base}{path}"
     if status == 401:
         return (
-            f"the orchestrator service at {base} refused the request (401): set {TOKEN_VARIABLE} or start the "
-            f"face with --workspace pointing at the served project (its {TOKEN_FILE} holds the token)"
+            f"the orchestrator service at {base} refused the request (401): set {TOKEN_ENV} or start the "
+            "face with --workspace pointing at the served project (its .orchestration/token holds the token)"
         )
     if status == 403:
         return f"the orchestrator service at {base} refused the request (403 {code or 'forbidden'})"
