@@ -235,3 +235,17 @@ async def test_oversized_integers_and_odd_names_answer_4xx(tmp_path: Path) -> No
             response = await client.get(f"/static/{name}")
             assert response.status_code == 404, name
             assert (await response.get_json())["error"] == "not_found"
+
+
+async def test_a_tossed_cookie_from_another_port_does_not_lock_the_user_out(tmp_path: Path) -> None:
+    # A page on another port of this host may set a cookie of the same name with a longer Path; the browser
+    # sends it before the real one. The real one must still count, and the tossed one alone must not.
+    name = "orchestrator_token_80"
+    async with inprocess_app(tmp_path) as (_, client):
+        tossed_first = {"cookie": f"{name}=attacker-set; {name}={TOKEN}"}
+        assert (await client.get("/api/config", headers=tossed_first)).status_code == 200
+        ui = await client.get("/", headers=tossed_first)
+        assert ui.status_code == 200
+        assert (await client.get("/api/config", headers={"cookie": f"{name}=attacker-set"})).status_code == 401
+        several = "; ".join(f"{name}=guess{i}" for i in range(50))
+        assert (await client.get("/api/config", headers={"cookie": several})).status_code == 401

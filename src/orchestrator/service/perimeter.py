@@ -61,6 +61,8 @@ COOKIE_PREFIX = "orchestrator_token_"
 #: A year: the token survives restarts, so the cookie may too.
 COOKIE_MAX_AGE = 365 * 24 * 3600
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+#: Same-named cookies compared per request, at most (see :func:`_cookies`).
+_MAX_COOKIE_VALUES = 8
 _SAFE_HOST = re.compile(r"[A-Za-z0-9.\-:\[\]]{1,300}")
 
 
@@ -170,14 +172,18 @@ def cookie_name(host_header: str | None, scheme: str) -> str:
     return COOKIE_PREFIX + (port or ("443" if scheme in ("https", "wss") else "80"))
 
 
-def _cookie(header: str | None, name: str) -> str | None:
+def _cookies(header: str | None, name: str) -> list[str]:
+    """Every value sent under ``name``. A page on another port of this host can set a cookie of the same
+    name with a longer Path (cookies ignore ports), which the browser then sends first: taking only the
+    first value would let it lock the user out, so each is tried (a few at most)."""
     if not header:
-        return None
+        return []
+    values = []
     for part in header.split(";"):
         key, sep, value = part.strip().partition("=")
         if sep and key == name:
-            return value.strip().strip('"')
-    return None
+            values.append(value.strip().strip('"'))
+    return values[:_MAX_COOKIE_VALUES]
 
 
 def _bearer(header: str | None) -> str | None:
@@ -296,9 +302,12 @@ class Perimeter:
         if expected is None:
             return True
         presented = _bearer(request.authorization)
-        if presented is None:
-            presented = _cookie(request.cookie, cookie_name(request.host, scheme))
-        return token_matches(presented, expected)
+        if presented is not None:
+            return token_matches(presented, expected)
+        matches = [
+            token_matches(value, expected) for value in _cookies(request.cookie, cookie_name(request.host, scheme))
+        ]
+        return any(matches)
 
     async def _http(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         request = _read_headers(scope["headers"])
