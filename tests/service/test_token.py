@@ -82,3 +82,32 @@ def test_comparison() -> None:
     assert not token_matches("", "abc")
     assert not token_matches(None, "abc")
     assert not token_matches("ab\udcff", "abc")  # undecodable input compares unequal, never raises
+
+
+def test_a_planted_fifo_symlink_or_directory_is_refused_without_hanging(tmp_path: Path) -> None:
+    # Whoever can write the workspace's .orchestration/ before the first start must not hang the start
+    # (a FIFO blocks a plain read forever) nor choose the token (a symlink to a file they know).
+    known = tmp_path / "known"
+    known.write_text("attacker-knows-this\n")
+    known.chmod(0o600)
+    for kind, plant, message in [
+        ("fifo", lambda p: os.mkfifo(p, 0o600), "not a regular file"),
+        ("symlink", lambda p: p.symlink_to(known), "symbolic link"),
+        ("dangling", lambda p: p.symlink_to(tmp_path / "nowhere"), "symbolic link"),
+        ("directory", lambda p: p.mkdir(), "unreadable|not a regular file"),
+    ]:
+        workspace = tmp_path / kind
+        path = token_path(workspace)
+        path.parent.mkdir(parents=True)
+        plant(path)
+        with pytest.raises(ConfigError, match=message):
+            resolve_token(workspace, {})
+        assert not (tmp_path / "nowhere").exists()  # nothing was written through the dangling link
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_token_file_owned_by_another_user_is_refused(tmp_path: Path) -> None:
+    resolve_token(tmp_path, {})
+    os.chown(token_path(tmp_path), 4242, -1)
+    with pytest.raises(ConfigError, match="owned by another user"):
+        resolve_token(tmp_path, {})

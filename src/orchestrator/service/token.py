@@ -65,20 +65,43 @@ def resolve_token(workspace: Path, env: Mapping[str, str]) -> TokenSource:
 
 
 def read_token_file(path: Path) -> str | None:
-    """The token stored at ``path``, ``None`` when there is no file; a broken file is a ConfigError."""
+    """The token stored at ``path``, ``None`` when there is no file; a broken file is a ConfigError.
+
+    Only a regular file owned by this user and private to it counts: the file is opened without following
+    a symlink and without blocking (a FIFO planted there would otherwise hang the start), then checked on
+    the open descriptor, so what is checked is what is read."""
     try:
-        text = path.read_text(encoding="ascii").strip()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        if path.is_symlink():
+            raise ConfigError(f"token file {path}: is a symbolic link; delete it to get a new one") from None
         raise ConfigError(
             f"token file {path}: unreadable ({exc.__class__.__name__}); delete it to get a new one"
         ) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"token file {path}: not a regular file; delete it to get a new one")
+        if info.st_uid != os.geteuid():
+            raise ConfigError(
+                f"token file {path}: owned by another user (uid {info.st_uid}); delete it to get a new one"
+            )
+        mode = info.st_mode
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise ConfigError(
+                f"token file {path}: readable by other users (mode {mode & 0o777:o}); run chmod 600 on it"
+            )
+        raw = os.read(fd, 4096)
+    finally:
+        os.close(fd)
+    try:
+        text = raw.decode("ascii").strip()
+    except UnicodeDecodeError:
+        raise ConfigError(f"token file {path}: unreadable (UnicodeDecodeError); delete it to get a new one") from None
     if not text or any(c.isspace() for c in text):
         raise ConfigError(f"token file {path}: not a token; delete it to get a new one")
-    mode = path.stat().st_mode
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ConfigError(f"token file {path}: readable by other users (mode {mode & 0o777:o}); run chmod 600 on it")
     return text
 
 
