@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from quart import Response
 from tests.service.inprocess import TOKEN, inprocess_app
+from werkzeug.datastructures import Headers
 
 from orchestrator.service.perimeter import (
     Policy,
@@ -39,6 +40,9 @@ SECURITY_HEADERS = ("content-security-policy", "x-content-type-options", "referr
         ("[::1]", ("::1", None)),
         ("example.com.:443", ("example.com", "443")),
         ("::1", ("::1", None)),
+        ("[::1]evil.example", ("", None)),
+        ("[::1]:80evil", ("", None)),
+        ("[::1]:", ("::1", None)),
     ],
 )
 def test_split_host(header: str, expected: tuple[str, str | None]) -> None:
@@ -249,3 +253,19 @@ async def test_a_tossed_cookie_from_another_port_does_not_lock_the_user_out(tmp_
         assert (await client.get("/api/config", headers={"cookie": f"{name}=attacker-set"})).status_code == 401
         several = "; ".join(f"{name}=guess{i}" for i in range(50))
         assert (await client.get("/api/config", headers={"cookie": several})).status_code == 401
+
+
+async def test_a_repeated_host_or_origin_header_is_refused(tmp_path: Path) -> None:
+    # No browser repeats them; a crafted request that does must not pass on whichever copy looks good.
+    async with inprocess_app(tmp_path) as (_, client):
+        two_origins = Headers([*BEARER.items(), ("origin", "http://evil.example"), ("origin", "http://localhost")])
+        response = await client.post("/api/queue", json={"task": "pwn"}, headers=two_origins)
+        assert response.status_code == 403
+        assert await response.get_json() == {"ok": False, "error": "forbidden_origin"}
+        two_hosts = Headers([*BEARER.items(), ("host", "evil.example"), ("host", "localhost")])
+        response = await client.get("/api/config", headers=two_hosts)
+        assert response.status_code == 403
+        assert await response.get_json() == {"ok": False, "error": "forbidden_host"}
+        junk_after_bracket = await client.get("/api/config", headers={**BEARER, "host": "[::1]evil.example"})
+        assert junk_after_bracket.status_code == 403
+        assert await (await client.get("/api/queue", headers=BEARER)).get_json() == []  # nothing was queued

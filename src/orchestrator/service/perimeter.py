@@ -91,14 +91,17 @@ def policy_from_env(token: str | None, bind_host: str, env: Mapping[str, str]) -
 
 
 def split_host(value: str) -> tuple[str, str | None]:
-    """``Host`` header → (lower-case host name without brackets or trailing dot, port or ``None``)."""
+    """``Host`` header → (lower-case host name without brackets or trailing dot, port or ``None``);
+    a malformed bracketed form gives an empty host name."""
     value = value.strip().lower()
     if value.startswith("["):
         end = value.find("]")
         if end < 0:
             return value, None
         host, rest = value[1:end], value[end + 1 :]
-        return host, rest[1:] if rest.startswith(":") and rest[1:] else None
+        if rest not in ("", ":") and not (rest.startswith(":") and rest[1:].isdigit()):
+            return "", None  # "[::1]evil.example": not a host, so no host name to allow
+        return host, rest[1:] or None
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or ":" in host:
         return value.rstrip("."), None
@@ -229,12 +232,14 @@ class _Request:
 
 
 def _read_headers(raw: Iterable[tuple[bytes, bytes]]) -> _Request:
+    """A repeated ``Host`` or ``Origin`` (which no browser sends) reads as the empty value, which both
+    checks refuse: whichever copy a proxy or the app would believe, the checks must not see the other."""
     host = origin = authorization = cookie = content_type = None
     for name, value in raw:
         if name == b"host":
-            host = value.decode("latin-1")
+            host = value.decode("latin-1") if host is None else ""
         elif name == b"origin":
-            origin = value.decode("latin-1")
+            origin = value.decode("latin-1") if origin is None else ""
         elif name == b"authorization":
             authorization = value.decode("latin-1")
         elif name == b"cookie":
