@@ -253,3 +253,39 @@ def test_the_csp_detector_sees_a_violation(browser: Browser, ui_service: UiServi
         assert any("CSP violation" in e or "Content Security Policy" in e for e in errors), errors
     finally:
         context.close()
+
+
+def test_a_cookie_planted_from_another_local_port_does_not_lock_the_user_out(
+    victim: Page, attacker: Attacker, ui_service: UiService
+) -> None:
+    # A page on another loopback port shares the cookie jar's host (cookies ignore ports): its
+    # document.cookie can plant same-named cookies with longer Paths, which Chromium then sends before
+    # the real one. The real one must still count, for the API and for the WebSocket.
+    target = ui_service.base_url
+    name = ui_service.auth_cookie()["name"]
+    plant = attacker.page(
+        "plant",
+        f'<script>document.cookie = "{name}=tossed; Path=/api"; document.cookie = "{name}=tossed; Path=/ws";'
+        "window.results = {}; window.done = true;</script>",
+    )
+    victim.goto(plant)
+    _script_results(victim)
+    tossed = [c for c in victim.context.cookies() if c["name"] == name and c["value"] == "tossed"]
+    assert {c["path"] for c in tossed} == {"/api", "/ws"}  # the plant took: Chromium sends these first
+
+    ui = victim.goto(target + "/")
+    assert ui is not None and ui.status == 200  # the app, not the sign-in page
+    outcome = victim.evaluate(
+        """async () => {
+          const api = (await fetch("/api/queue")).status;
+          const ws = await new Promise((resolve) => {
+            const socket = new WebSocket(location.origin.replace("http", "ws") + "/ws/stream");
+            socket.onopen = () => socket.send(JSON.stringify({type: "ping"}));
+            socket.onmessage = (event) => { resolve(event.data); socket.close(); };
+            socket.onclose = (event) => resolve("closed " + event.code);
+          });
+          return {title: document.title, api, ws};
+        }"""
+    )
+    assert outcome["api"] == 200 and outcome["ws"] == '{"type":"pong"}', outcome
+    assert "access link" not in outcome["title"], outcome
