@@ -17,6 +17,7 @@ from orchestrator.service.perimeter import (
     Policy,
     content_type_allowed,
     cookie_name,
+    fetch_metadata_allowed,
     host_allowed,
     is_loopback,
     origin_allowed,
@@ -95,6 +96,17 @@ def test_content_types() -> None:
     for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""):
         assert not content_type_allowed("POST", kind, True), kind
     assert not content_type_allowed("PATCH", None, True)
+
+
+def test_fetch_metadata_rule() -> None:
+    assert fetch_metadata_allowed(None, None, None)  # curl, API clients, old browsers
+    for site in ("same-origin", "none"):
+        assert fetch_metadata_allowed(None, site, "no-cors")
+    for site in ("cross-site", "same-site", "Cross-Site"):
+        assert not fetch_metadata_allowed(None, site, "no-cors"), site
+        assert not fetch_metadata_allowed(None, site, None), site
+        assert fetch_metadata_allowed(None, site, "navigate"), site  # following a link still works
+        assert fetch_metadata_allowed("http://localhost", site, "cors")  # with an Origin, that rule decides
 
 
 def test_cookie_name_carries_the_port() -> None:
@@ -269,3 +281,17 @@ async def test_a_repeated_host_or_origin_header_is_refused(tmp_path: Path) -> No
         junk_after_bracket = await client.get("/api/config", headers={**BEARER, "host": "[::1]evil.example"})
         assert junk_after_bracket.status_code == 403
         assert await (await client.get("/api/queue", headers=BEARER)).get_json() == []  # nothing was queued
+
+
+async def test_a_subresource_from_another_site_or_port_without_origin_is_refused(tmp_path: Path) -> None:
+    # An <img>/<script> on a page at another loopback port sends the cookie (same site) and no Origin.
+    async with inprocess_app(tmp_path) as (_, client):
+        for site in ("same-site", "cross-site"):
+            probe = {**BEARER, "sec-fetch-site": site, "sec-fetch-mode": "no-cors", "sec-fetch-dest": "image"}
+            response = await client.get("/api/queue", headers=probe)
+            assert response.status_code == 403, site
+            assert await response.get_json() == {"ok": False, "error": "forbidden_origin"}
+            link = {**BEARER, "sec-fetch-site": site, "sec-fetch-mode": "navigate", "sec-fetch-dest": "document"}
+            assert (await client.get("/", headers=link)).status_code == 200, site
+        own = {**BEARER, "sec-fetch-site": "same-origin", "sec-fetch-mode": "cors"}
+        assert (await client.get("/api/queue", headers=own)).status_code == 200

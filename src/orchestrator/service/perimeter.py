@@ -5,7 +5,9 @@ Every HTTP request and WebSocket handshake passes, in order:
 1. **Host** — a loopback name or address, the bind address, or one of ``ORCHESTRATOR_ALLOWED_HOSTS``;
    else 403 ``forbidden_host`` (stops DNS rebinding).
 2. **Origin** — when present, the server's own (the scheme and ``Host`` it was reached at) or one of
-   ``ORCHESTRATOR_ALLOWED_ORIGINS``; else 403 ``forbidden_origin`` (stops other sites' pages).
+   ``ORCHESTRATOR_ALLOWED_ORIGINS``; else 403 ``forbidden_origin`` (stops other sites' pages). When
+   absent, a browser's ``Sec-Fetch-Site: cross-site``/``same-site`` is refused the same way unless the
+   request is a navigation (stops ``<img>``/``<script>`` probes from other sites and other local ports).
 3. **Token** — everything except ``/static/…``, ``/favicon.ico`` and ``/healthz`` needs the token, as
    ``Authorization: Bearer …`` or the cookie that ``GET /?token=…`` sets; else 401 ``unauthorized``
    (the WebSocket is accepted and closed with 1008; ``/`` shows the sign-in page instead).
@@ -47,6 +49,7 @@ __all__ = [
     "Policy",
     "content_type_allowed",
     "cookie_name",
+    "fetch_metadata_allowed",
     "host_allowed",
     "is_loopback",
     "origin_allowed",
@@ -158,6 +161,17 @@ def origin_allowed(origin: str | None, scheme: str, host_header: str | None, pol
     return host_header is not None and normal == _normal_origin(f"{own_scheme}://{host_header}")
 
 
+def fetch_metadata_allowed(origin: str | None, site: str | None, mode: str | None) -> bool:
+    """A browser's request without ``Origin`` (a GET or HEAD) from another site, or from another port of
+    this host (``same-site``: the cookie goes along), is refused unless it is a navigation: an ``<img>``,
+    ``<script>`` or no-cors ``fetch`` from such a page has no business here (it could only probe, by
+    timing or errors). Requests without ``Sec-Fetch-*`` (non-browsers, old browsers) pass; with an
+    ``Origin`` the Origin rule decides."""
+    if origin is not None or site is None:
+        return True
+    return site.strip().lower() not in ("cross-site", "same-site") or (mode or "").strip().lower() == "navigate"
+
+
 def content_type_allowed(method: str, content_type: str | None, has_body: bool) -> bool:
     """POST/PUT/PATCH: a declared type must be ``application/json`` (parameters such as charset allowed);
     no declared type is accepted only without a body."""
@@ -229,12 +243,14 @@ class _Request:
     authorization: str | None = None
     cookie: str | None = None
     content_type: str | None = None
+    fetch_site: str | None = None
+    fetch_mode: str | None = None
 
 
 def _read_headers(raw: Iterable[tuple[bytes, bytes]]) -> _Request:
     """A repeated ``Host`` or ``Origin`` (which no browser sends) reads as the empty value, which both
     checks refuse: whichever copy a proxy or the app would believe, the checks must not see the other."""
-    host = origin = authorization = cookie = content_type = None
+    host = origin = authorization = cookie = content_type = fetch_site = fetch_mode = None
     for name, value in raw:
         if name == b"host":
             host = value.decode("latin-1") if host is None else ""
@@ -247,7 +263,11 @@ def _read_headers(raw: Iterable[tuple[bytes, bytes]]) -> _Request:
             cookie = text if cookie is None else f"{cookie}; {text}"
         elif name == b"content-type":
             content_type = value.decode("latin-1")
-    return _Request(host, origin, authorization, cookie, content_type)
+        elif name == b"sec-fetch-site":
+            fetch_site = value.decode("latin-1")
+        elif name == b"sec-fetch-mode":
+            fetch_mode = value.decode("latin-1")
+    return _Request(host, origin, authorization, cookie, content_type, fetch_site, fetch_mode)
 
 
 def _public(path: str) -> bool:
@@ -323,7 +343,9 @@ class Perimeter:
         drainable = receive if method in _BODY_METHODS else None
         if not self._host_ok(request.host):
             return await _deny(send, 403, "forbidden_host", refusal, drainable)
-        if not self._origin_ok(request.origin, scheme, request.host):
+        if not self._origin_ok(request.origin, scheme, request.host) or not fetch_metadata_allowed(
+            request.origin, request.fetch_site, request.fetch_mode
+        ):
             return await _deny(send, 403, "forbidden_origin", refusal, drainable)
         if path == "/" and self.policy.token is not None:
             query = parse_qs(scope["query_string"].decode("latin-1"))  # type: ignore[typeddict-item]
@@ -366,7 +388,11 @@ class Perimeter:
     async def _websocket(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         request = _read_headers(scope["headers"])
         scheme = scope["scheme"]  # type: ignore[typeddict-item]
-        allowed = self._host_ok(request.host) and self._origin_ok(request.origin, scheme, request.host)
+        allowed = (
+            self._host_ok(request.host)
+            and self._origin_ok(request.origin, scheme, request.host)
+            and fetch_metadata_allowed(request.origin, request.fetch_site, request.fetch_mode)
+        )
         if not allowed:
             await receive()  # websocket.connect
             await send({"type": "websocket.close", "code": 1008, "reason": ""})  # before accept: HTTP 403
