@@ -162,11 +162,9 @@ def origin_allowed(origin: str | None, scheme: str, host_header: str | None, pol
 
 
 def fetch_metadata_allowed(origin: str | None, site: str | None, mode: str | None) -> bool:
-    """A browser's request without ``Origin`` (a GET or HEAD) from another site, or from another port of
-    this host (``same-site``: the cookie goes along), is refused unless it is a navigation: an ``<img>``,
-    ``<script>`` or no-cors ``fetch`` from such a page has no business here (it could only probe, by
-    timing or errors). Requests without ``Sec-Fetch-*`` (non-browsers, old browsers) pass; with an
-    ``Origin`` the Origin rule decides."""
+    """Without ``Origin``, a browser's non-navigation request from another site or another port of this
+    host (``Sec-Fetch-Site: cross-site``/``same-site``; the cookie goes along) is refused: an ``<img>`` or
+    ``<script>`` there could only probe. No ``Sec-Fetch-*`` (API clients) passes; an ``Origin`` decides."""
     if origin is not None or site is None:
         return True
     return site.strip().lower() not in ("cross-site", "same-site") or (mode or "").strip().lower() == "navigate"
@@ -190,9 +188,8 @@ def cookie_name(host_header: str | None, scheme: str) -> str:
 
 
 def _cookies(header: str | None, name: str) -> list[str]:
-    """Every value sent under ``name``. A page on another port of this host can set a cookie of the same
-    name with a longer Path (cookies ignore ports), which the browser then sends first: taking only the
-    first value would let it lock the user out, so each is tried (a few at most)."""
+    """Every value sent under ``name`` (a few at most): a page on another port can plant one with a
+    longer Path, which the browser sends first, so taking the first would let it lock the user out."""
     if not header:
         return []
     values = []
