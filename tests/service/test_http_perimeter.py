@@ -211,6 +211,11 @@ async def test_odd_request_lines_never_500(tmp_path: Path) -> None:
                 "GET /api/queue/%c0%ae HTTP/1.1": 404,
                 "DELETE /api/queue/%00 HTTP/1.1": 404,
                 "GET /%00 HTTP/1.1": 404,
+                # absolute-form names another host than Host does: refused rather than routed
+                "GET http://evil.example/api/queue HTTP/1.1": 400,
+                "GET http://127.0.0.1/static/../api/queue HTTP/1.1": 400,
+                "GET api/queue HTTP/1.1": 400,
+                "OPTIONS * HTTP/1.1": 400,
             }
             for line, expected in lines.items():
                 status, body = await _raw(server, line)

@@ -1,22 +1,21 @@
 """The service's perimeter: one ASGI middleware in front of the whole app, so no route can forget it.
 
-Every HTTP request and WebSocket handshake passes, in order:
+Every HTTP request and WebSocket handshake passes, in order (a target not starting with ``/`` — the
+absolute form, ``*`` — is refused first with 400):
 
-1. **Host** — a loopback name or address, the bind address, or one of ``ORCHESTRATOR_ALLOWED_HOSTS``;
-   else 403 ``forbidden_host`` (stops DNS rebinding).
-2. **Origin** — when present, the server's own (the scheme and ``Host`` it was reached at) or one of
-   ``ORCHESTRATOR_ALLOWED_ORIGINS``; else 403 ``forbidden_origin`` (stops other sites' pages). When
-   absent, a browser's ``Sec-Fetch-Site: cross-site``/``same-site`` is refused the same way unless the
-   request is a navigation (stops ``<img>``/``<script>`` probes from other sites and other local ports).
-3. **Token** — everything except ``/static/…``, ``/favicon.ico`` and ``/healthz`` needs the token, as
-   ``Authorization: Bearer …`` or the cookie that ``GET /?token=…`` sets; else 401 ``unauthorized``
-   (the WebSocket is accepted and closed with 1008; ``/`` shows the sign-in page instead).
-4. **JSON only** — a POST/PUT/PATCH with a body must say ``application/json``; else 415 (a body over
-   16 MiB: 413). The body is read whole before the app runs.
+1. **Host** — loopback, the bind address, or ``ORCHESTRATOR_ALLOWED_HOSTS``; else 403 ``forbidden_host``.
+2. **Origin** — when present, the server's own (scheme and ``Host``) or ``ORCHESTRATOR_ALLOWED_ORIGINS``;
+   else 403 ``forbidden_origin``. When absent, a browser's ``Sec-Fetch-Site: cross-site``/``same-site``
+   is refused the same way unless the request is a navigation (see :func:`fetch_metadata_allowed`).
+3. **Token** — everything but ``/static/…``, ``/favicon.ico`` and ``/healthz``, as ``Authorization:
+   Bearer …`` or the cookie ``GET /?token=…`` sets; else 401 ``unauthorized`` (the WebSocket: accepted,
+   closed with 1008; ``/``: the sign-in page).
+4. **JSON only** — a POST/PUT/PATCH body must be ``application/json``; else 415 (over 16 MiB: 413). The
+   body is read whole before the app runs.
 
 A refused handshake (Host, Origin) is closed before it is accepted, which the server answers with 403.
-Every HTTP response leaves with the security headers (CSP, nosniff, no-referrer, frame denial), and an
-exception that escapes the app becomes the JSON 500 body, never a traceback.
+Every HTTP response leaves with the security headers, and an exception that escapes the app becomes
+the JSON 500 body, never a traceback.
 """
 
 from __future__ import annotations
@@ -338,6 +337,8 @@ class Perimeter:
         # a refusal leaves the body unread: tell the client this connection ends, so it sends nothing more on it
         refusal = [*extra, (b"connection", b"close")] if method in _BODY_METHODS else extra
         drainable = receive if method in _BODY_METHODS else None
+        if not path.startswith("/"):  # absolute-form ("GET http://evil.example/…"), "*": Host would not rule
+            return await _deny(send, 400, "invalid_request", refusal, drainable)
         if not self._host_ok(request.host):
             return await _deny(send, 403, "forbidden_host", refusal, drainable)
         if not self._origin_ok(request.origin, scheme, request.host) or not fetch_metadata_allowed(
@@ -386,7 +387,8 @@ class Perimeter:
         request = _read_headers(scope["headers"])
         scheme = scope["scheme"]  # type: ignore[typeddict-item]
         allowed = (
-            self._host_ok(request.host)
+            scope["path"].startswith("/")
+            and self._host_ok(request.host)
             and self._origin_ok(request.origin, scheme, request.host)
             and fetch_metadata_allowed(request.origin, request.fetch_site, request.fetch_mode)
         )
