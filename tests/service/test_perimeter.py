@@ -295,3 +295,14 @@ async def test_a_subresource_from_another_site_or_port_without_origin_is_refused
             assert (await client.get("/", headers=link)).status_code == 200, site
         own = {**BEARER, "sec-fetch-site": "same-origin", "sec-fetch-mode": "cors"}
         assert (await client.get("/api/queue", headers=own)).status_code == 200
+
+
+async def test_an_overlong_path_is_refused_not_a_500(tmp_path: Path) -> None:
+    # Found by the fuzz test: a 5,000-character run id made the run lookup raise OSError (name too long).
+    async with inprocess_app(tmp_path) as (_, client):
+        for path in ("/api/runs/" + "x" * 5000, "/api/runs/" + "x" * 5000 + "/log", "/static/" + "a" * 3000):
+            response = await client.get(path, headers=BEARER)
+            assert response.status_code == 404, path[:30]
+            assert await response.get_json() == {"ok": False, "error": "not_found"}
+            assert "content-security-policy" in response.headers
+        assert (await client.get("/api/runs/" + "x" * 1000, headers=BEARER)).status_code == 404

@@ -339,6 +339,8 @@ class Perimeter:
         drainable = receive if method in _BODY_METHODS else None
         if not path.startswith("/"):  # absolute-form ("GET http://evil.example/…"), "*": Host would not rule
             return await _deny(send, 400, "invalid_request", refusal, drainable)
+        if len(path) > MAX_PATH_CHARS:  # a run id past PATH_MAX made the file lookups raise (500)
+            return await _deny(send, 404, "not_found", refusal, drainable)
         if not self._host_ok(request.host):
             return await _deny(send, 403, "forbidden_host", refusal, drainable)
         if not self._origin_ok(request.origin, scheme, request.host) or not fetch_metadata_allowed(
@@ -404,6 +406,8 @@ class Perimeter:
         await self.app(scope, receive, send)
 
 
+#: Longer request paths name nothing: 404 before any route (file lookups break at PATH_MAX).
+MAX_PATH_CHARS = 2048
 #: Request bodies above this size are refused with 413 (Quart's own default limit; tasks are text).
 MAX_BODY_BYTES = 16 << 20
 
