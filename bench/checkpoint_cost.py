@@ -10,10 +10,12 @@ counters) writes a checkpoint after every turn, durably (real fsync), two ways o
 Both are written each turn, in alternating order, into sibling temp dirs under ``<repo>/.bench-tmp``.
 Prints total bytes written over the final state's size, and the per-turn write time late in the run
 over early in the run (medians over turns 5-15 and 490-500). Never asserts on timing; exits 0.
+``--quick``: 60 turns, one round, a couple of seconds (what ``./dev test`` runs).
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import statistics
 import sys
@@ -37,6 +39,9 @@ LATE = range(490, 501)  # turns 490..500 inclusive
 ARGS_CHARS = 150
 RESULT_CHARS = 600
 ROUNDS = 3
+# --quick: enough turns for a compaction, one round; proves the bench runs and prints its ratio lines
+QUICK_TURNS = 60
+QUICK_LATE = range(50, 61)
 
 
 class NaiveCheckpointer:
@@ -139,14 +144,14 @@ class Lane:
             self.step(timed=False)
 
 
-def full_run(scratch: Path) -> dict[str, float | int | bool]:
+def full_run(scratch: Path, turns: int) -> dict[str, float | int | bool]:
     """Every turn of the run with both writers, alternating: bytes, snapshots, the running peak."""
     journal = Checkpointer(scratch / "full-journal", durable=True)
     naive = NaiveCheckpointer(scratch / "full-naive")
     lanes = [Lane(journal), Lane(naive)]
     snapshots, peak, peak_turn = 0, 0.0, 0
     started = time.perf_counter()
-    for turn in range(1, TURNS + 1):
+    for turn in range(1, turns + 1):
         for lane in lanes if turn % 2 else lanes[::-1]:
             lane.step(timed=False)
         snapshots += journal.journal_bytes == 0
@@ -170,7 +175,7 @@ def full_run(scratch: Path) -> dict[str, float | int | bool]:
     }
 
 
-def window_round(scratch: Path, tag: str) -> dict[str, tuple[float, float]]:
+def window_round(scratch: Path, tag: str, late_window: range) -> dict[str, tuple[float, float]]:
     """Early and late windows of both writers, timed interleaved so machine-load drift hits all four.
 
     Two lanes per writer: one advanced (untimed) to just before the early window, one to just before
@@ -181,7 +186,7 @@ def window_round(scratch: Path, tag: str) -> dict[str, tuple[float, float]]:
         ("journal", lambda d: Checkpointer(d, durable=True)),
         ("naive", NaiveCheckpointer),
     ):
-        for window, turns in (("early", EARLY), ("late", LATE)):
+        for window, turns in (("early", EARLY), ("late", late_window)):
             run_dir = scratch / f"{tag}-{name}-{window}"
             run_dir.mkdir()
             lane = Lane(make(run_dir))
@@ -198,15 +203,19 @@ def window_round(scratch: Path, tag: str) -> dict[str, tuple[float, float]]:
     return {name: (medians[f"{name}-early"], medians[f"{name}-late"]) for name in ("journal", "naive")}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a 60-turn run and one round (seconds): proves it runs")
+    args = parser.parse_args(argv)
+    turns, late_window, rounds_n = (QUICK_TURNS, QUICK_LATE, 1) if args.quick else (TURNS, LATE, ROUNDS)
     scratch_root = REPO / ".bench-tmp"
     scratch_root.mkdir(exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="checkpoint-cost-", dir=scratch_root))
     try:
         (scratch / "full-journal").mkdir()
         (scratch / "full-naive").mkdir()
-        full = full_run(scratch)
-        rounds = [window_round(scratch, f"round{i}") for i in range(ROUNDS)]
+        full = full_run(scratch, turns)
+        rounds = [window_round(scratch, f"round{i}", late_window) for i in range(rounds_n)]
         ratios = {name: statistics.median(r[name][1] / r[name][0] for r in rounds) for name in ("journal", "naive")}
         early = {name: statistics.median(r[name][0] for r in rounds) for name in ("journal", "naive")}
         late = {name: statistics.median(r[name][1] for r in rounds) for name in ("journal", "naive")}
@@ -214,7 +223,10 @@ def main() -> int:
         journal_ratio = int(full["journal_bytes"]) / final
         naive_ratio = int(full["naive_bytes"]) / final
 
-        print(f"checkpoint cost: {TURNS} turns, 2 frames, durable writes under {scratch_root}")
+        print(
+            f"checkpoint cost: {turns} turns{' (--quick)' if args.quick else ''}, 2 frames, "
+            f"durable writes under {scratch_root}"
+        )
         print(f"  final state: {final / 1024:.0f} KiB ({full['messages']} messages in the leaf)")
         print(
             f"  journal: {int(full['journal_bytes']) / 1024:.0f} KiB written, {full['snapshots']} snapshot(s) after "
@@ -222,17 +234,17 @@ def main() -> int:
         )
         print(f"  naive:   {int(full['naive_bytes']) / 1024:.0f} KiB written (full run {full['elapsed']:.1f} s)")
         print(
-            f"bytes written / final state size: {journal_ratio:.2f} "
-            f"(goal <= 3; a full rewrite per turn scores ~{naive_ratio:.0f}: naive measured {naive_ratio:.2f})"
+            f"bytes written / final state size: {journal_ratio:.2f}x "
+            f"(goal <= 3x; a full rewrite per turn scores ~{naive_ratio:.0f}x: naive measured {naive_ratio:.2f}x)"
         )
         print(f"  the running ratio peaks at {full['peak']:.2f} (turn {full['peak_turn']}, right after a compaction)")
         print(
-            f"  median write, turns {EARLY.start}-{EARLY.stop - 1} vs {LATE.start}-{LATE.stop - 1} "
-            f"(interleaved, median of {ROUNDS} rounds): journal {early['journal']:.2f} -> {late['journal']:.2f} ms, "
+            f"  median write, turns {EARLY.start}-{EARLY.stop - 1} vs {late_window.start}-{late_window.stop - 1} "
+            f"(interleaved, median of {rounds_n} rounds): journal {early['journal']:.2f} -> {late['journal']:.2f} ms, "
             f"naive {early['naive']:.2f} -> {late['naive']:.2f} ms"
         )
         print(
-            f"journal: turn-{TURNS}/turn-10 write time: {ratios['journal']:.2f}x (goal <= 2x); "
+            f"journal: turn-{turns}/turn-10 write time: {ratios['journal']:.2f}x (goal <= 2x); "
             f"naive: {ratios['naive']:.2f}x"
         )
         if not full["matches"]:

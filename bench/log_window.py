@@ -10,7 +10,8 @@
 
 Prints results and exits 0 (1 only when the bench itself cannot run); never asserts on timing.
 ``--profile`` runs each serve process under cProfile and prints its hot spots (timings then inflate);
-``--events N`` shrinks the big log for a quick look.
+``--events N`` shrinks the big log for a quick look; ``--quick`` (what ``./dev test`` runs) is a
+10,000-event log, 2 rounds and one pair: seconds, proving the bench runs and prints its ratio lines.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ FLOW_ROUNDS = ROUNDS  # the flow answer is windowed (bounded), so it gets as man
 APPEND_ROUNDS = 3
 SUBSCRIBERS = 100
 RUN_PAIRS = 3  # paced; the unpaced stream gets one pair, for context
+QUICK_EVENTS = 10_000
 UNREACHABLE_MODEL = "http://127.0.0.1:9/v1"  # the probe fails at once; serve boots on the configured name/window
 BASE_DAY = "2026-01-01"
 
@@ -567,7 +569,7 @@ async def build_index_watched(client: httpx.AsyncClient, url: str) -> tuple[floa
     return build, max(longest, time.perf_counter() - asked if answered else 0.0), answered
 
 
-async def bench_read_path(workdir: Path, large: int, profile: bool) -> None:
+async def bench_read_path(workdir: Path, large: int, profile: bool, rounds: int = ROUNDS) -> None:
     workspace = workdir / "ws-read"
     workspace.mkdir()
     started = time.perf_counter()
@@ -618,9 +620,9 @@ async def bench_read_path(workdir: Path, large: int, profile: bool) -> None:
             sizes: dict[tuple[str, str], int] = {}
             flow_ops: dict[str, int] = {}
             flow_cpu: list[float] = []
-            for round_no in range(ROUNDS):
+            for round_no in range(rounds):
                 for name, url_for in endpoints.items():
-                    if name == "flow" and round_no >= FLOW_ROUNDS:
+                    if name == "flow" and round_no >= min(FLOW_ROUNDS, rounds):
                         continue
                     order = ["1k", "1M"] if round_no % 2 == 0 else ["1M", "1k"]
                     for key in order:
@@ -633,7 +635,10 @@ async def bench_read_path(workdir: Path, large: int, profile: bool) -> None:
                         if name == "flow":
                             flow_ops[key] = len(_flow_decoder.decode(response.content).operations)
 
-            print(f"medians over {ROUNDS} interleaved rounds ({FLOW_ROUNDS} for flow), client-observed, loopback:")
+            print(
+                f"medians over {rounds} interleaved rounds ({min(FLOW_ROUNDS, rounds)} for flow), "
+                "client-observed, loopback:"
+            )
             ratios: dict[str, float] = {}
             for name in endpoints:
                 small, big = statistics.median(times[(name, "1k")]), statistics.median(times[(name, "1M")])
@@ -654,14 +659,14 @@ async def bench_read_path(workdir: Path, large: int, profile: bool) -> None:
             # the incremental path: append to both logs, the next poll folds only the new events
             steady = {k: statistics.median(times[("run view", k)]) for k in ids}
             polls: dict[str, list[float]] = {k: [] for k in ids}
-            for round_no in range(APPEND_ROUNDS):
+            for round_no in range(min(APPEND_ROUNDS, rounds)):
                 order = ["1k", "1M"] if round_no % 2 == 0 else ["1M", "1k"]
                 for key in order:
                     logs[key].append_turns(APPEND_EVENTS)
                     elapsed, _ = await timed_get(client, f"/api/runs/{ids[key]}")
                     polls[key].append(elapsed)
             print(
-                f"next run-view poll after +{APPEND_EVENTS:,} events (median of {APPEND_ROUNDS}): "
+                f"next run-view poll after +{APPEND_EVENTS:,} events (median of {min(APPEND_ROUNDS, rounds)}): "
                 f"1k {ms(statistics.median(polls['1k']))}, 1M {ms(statistics.median(polls['1M']))} "
                 f"(steady polls: 1k {ms(steady['1k'])}, 1M {ms(steady['1M'])})"
             )
@@ -903,7 +908,10 @@ async def bench_subscribers(workdir: Path, pairs: int, profile: bool) -> None:
 
 async def _main(args: argparse.Namespace, workdir: Path) -> None:
     sections: list[tuple[str, Callable[[], Awaitable[None]]]] = [
-        ("== (a) read path: 1k vs 1M events", lambda: bench_read_path(workdir, args.events, args.profile)),
+        (
+            f"== (a) read path: 1k vs {args.events:,} events",
+            lambda: bench_read_path(workdir, args.events, args.profile, args.rounds),
+        ),
         (
             f"== (b) run latency with {SUBSCRIBERS} WebSocket subscribers vs none",
             lambda: bench_subscribers(workdir, args.pairs, args.profile),
@@ -926,7 +934,14 @@ def main() -> int:
         action="store_true",
         help="run each serve process under cProfile and print where its time went (timings inflated ~2-3x)",
     )
+    parser.add_argument(
+        "--quick", action="store_true", help="a 10,000-event log, 2 rounds, 1 pair (seconds): proves it runs"
+    )
     args = parser.parse_args()
+    args.rounds = ROUNDS
+    if args.quick:
+        args.events, args.pairs, args.rounds = QUICK_EVENTS, 1, 2
+        print(f"--quick: the big log has {QUICK_EVENTS:,} events (still labelled 1M below); 2 rounds, 1 pair")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="log-window-bench-") as tmp:
         workdir = Path(tmp)

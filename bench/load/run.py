@@ -217,6 +217,8 @@ async def load_test(args: argparse.Namespace, workdir: Path) -> list[str]:
             f"loaded run: {loaded.status} in {loaded.seconds:.1f} s "
             f"({'still running' if still_running else 'finished'} when the load stopped), card {loaded.card}"
         )
+        slowdown = loaded.seconds / reference.seconds if reference.seconds > 0 else float("nan")
+        print(f"run time under load / without: {slowdown:.2f}x  [the same scripted run, before and during the load]")
         print(
             f"{args.clients} clients x {args.seconds:g} s: {tally.requests:,} requests, "
             f"{tally.requests / elapsed:,.0f} requests/s over {elapsed:.1f} s"
@@ -266,7 +268,10 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=200, help="concurrent polling clients (default 200)")
     parser.add_argument("--interval", type=float, default=0, help="pause between a client's requests (default 0)")
     parser.add_argument("--profile", action="store_true", help="run serve under cProfile and print its hot spots")
+    parser.add_argument("--quick", action="store_true", help="3 s with 20 clients: proves the test runs (./dev test)")
     args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.clients = 3.0, 20
     if args.seconds <= 0 or args.clients <= 0 or args.interval < 0:
         parser.error("--seconds and --clients must be positive, --interval not negative")
     started = time.perf_counter()

@@ -1,0 +1,51 @@
+"""Every benchmark has a ``--quick`` mode, and ``./dev test`` runs it.
+
+Each bench script (``bench/*.py`` and ``bench/<dir>/run.py``) runs with ``--quick`` in its own process:
+it must accept the flag, exit 0 and print at least one ratio (a number followed by ``x``, e.g.
+``engine/raw per-turn ratio: 1.08x (goal <= 1.15x)``). Timings are not judged here, only that the
+bench still works; a bench added later without ``--quick`` fails this test.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.helpers import REPO
+
+BENCH = REPO / "bench"
+#: a printed ratio: "1.08x", "17.6x", "0.950x"
+RATIO = re.compile(r"(?<![\w.])\d+(?:\.\d+)?x\b")
+#: generous: the machine running the suite is shared; a quick bench takes seconds when it is idle
+QUICK_SECONDS = 170
+
+
+def bench_scripts() -> list[Path]:
+    return sorted([*BENCH.glob("*.py"), *BENCH.glob("*/run.py")])
+
+
+def test_the_bench_list_is_complete() -> None:
+    names = {p.relative_to(BENCH).as_posix() for p in bench_scripts()}
+    assert {"engine_overhead.py", "checkpoint_cost.py", "log_window.py", "load/run.py"} <= names
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", bench_scripts(), ids=lambda p: p.relative_to(BENCH).as_posix())
+def test_bench_runs_quick_and_prints_its_ratio(script: Path) -> None:
+    has_quick = "--quick" in script.read_text()
+    assert has_quick, f"{script.relative_to(REPO)} has no --quick mode"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--quick"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=QUICK_SECONDS,
+        check=False,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"{script.name} --quick exited {proc.returncode}:\n{output[-4000:]}"
+    ratios = [line for line in proc.stdout.splitlines() if RATIO.search(line)]
+    assert ratios, f"{script.name} --quick printed no ratio line:\n{proc.stdout[-4000:]}"
