@@ -10,7 +10,7 @@ default:
     @{{bin}}/just --list
 
 # the whole test suite (what CI runs); extra arguments go to pytest
-test *ARGS: browser
+test *ARGS: browser (real-model "--best-effort")
     {{bin}}/ruff check src tests bench fuzz
     {{bin}}/pytest -q {{ARGS}}
 
@@ -26,6 +26,10 @@ browser:
     else
         echo "just browser: no /usr/bin/chromium (install Debian's chromium); the browser tests will skip" >&2
     fi
+
+# build llama-server + fetch SmolLM2 into ~/.cache/orchestrator for tests/realmodel (once ~10 min; --check)
+real-model *ARGS:
+    {{py}} tests/realmodel/llama_cache.py {{ARGS}}
 
 # lint and format check
 lint:

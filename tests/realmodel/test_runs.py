@@ -1,0 +1,154 @@
+"""Runs of the real engine against the real llama-server + SmolLM2-135M (tests/realmodel/llama_server.py).
+
+Every request runs at temperature 0 with the server's seed fixed (``SEED``), and the assertions are
+about the engine's behaviour, not about what the tiny model says: where a test needs a tool call it
+sets ``tool_choice: "required"`` and narrows the offered tools through the relay (so the output is
+grammar-constrained to a call of that tool), and where a run must end, later requests offer only
+``finish``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from tests.engine.harness import of_type, run_task
+from tests.helpers import REPO, make_settings
+from tests.realmodel.llama_cache import real_model
+from tests.realmodel.llama_server import QWEN25, QWEN35, TEMPERATURE, llama_server, rewriting_relay
+
+from orchestrator.config import Settings, load_settings, probe_model
+from orchestrator.llm import LlmTimeouts
+
+#: Real generation on two shared cores: generous stall bounds, few quick retries.
+TIMEOUTS = LlmTimeouts(headers_seconds=60.0, idle_seconds=30.0, attempts=3, backoff_seconds=0.2)
+RUN_SECONDS = 120
+
+
+def _tools(body: dict[str, Any], *names: str) -> list[dict[str, Any]]:
+    return [t for t in body.get("tools", []) if t.get("name") in names]
+
+
+def only(first: tuple[str, ...], then: tuple[str, ...] = ("finish",), **first_fields: Any) -> Callable[..., Any]:
+    """Request 0 may only call one of ``first`` (plus ``first_fields``); later ones only ``then``."""
+
+    def rewrite(index: int, body: dict[str, Any]) -> dict[str, Any]:
+        names = first if index == 0 else then
+        return {"tools": _tools(body, *names), "tool_choice": "required", **(first_fields if index == 0 else {})}
+
+    return rewrite
+
+
+def tiny_settings(tmp_path: Path, api_base: str, roles: dict[str, list[str]], **model: Any) -> Settings:
+    generation = {"temperature": TEMPERATURE, "maxTokens": model.pop("max_tokens", 256)}
+    spec = {"name": str(real_model().model), "contextWindow": 8192, "generation": generation, **model}
+    return make_settings(tmp_path, api_base, roles, model=spec)
+
+
+def card_kind(card: Any) -> str | None:
+    return card.error.kind if card.error is not None else None
+
+
+@pytest.mark.parametrize("template", [QWEN25, QWEN35])
+async def test_a_run_with_the_shipped_guild_reaches_a_card(tmp_path: Path, template: str) -> None:
+    """The shipped Guild and deployment, the model resolved by the real probe: the entry role's first
+    request is accepted by the template (Qwen3.5's refuses a second system message) and a card comes
+    back that is not ``llm_unavailable``."""
+    async with llama_server(tmp_path, template=template) as server:
+        env = {
+            "ORCHESTRATOR_API_BASE": server.base_url,
+            "ORCHESTRATOR_TEMPERATURE": str(TEMPERATURE),
+            "ORCHESTRATOR_MAX_TOKENS": "128",
+            "ORCHESTRATOR_MAX_AGENT_DEPTH": "1",
+        }
+        settings = load_settings(REPO / "guild", REPO / "deployment" / "deployment.json", env, secrets_dir=tmp_path)
+        settings = await probe_model(settings)
+        assert settings.deployment.model.name == str(real_model().model)  # the server's id: the -m path
+        assert settings.deployment.model.context_window == 8192
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
+        with trio.fail_after(RUN_SECONDS):
+            outcome, events = await run_task(settings, workspace, "Say hello in one short sentence.", timeouts=TIMEOUTS)
+    calls = of_type(events, "llm_call")
+    assert calls, "no model answer was logged"
+    assert card_kind(outcome.card) != "llm_unavailable", outcome.card
+    finished = of_type(events, "role_finished")
+    assert finished and all((f["card"].get("error") or {}).get("kind") != "llm_unavailable" for f in finished)
+
+
+async def test_two_parallel_calls_in_one_turn_are_both_executed_and_answered(tmp_path: Path) -> None:
+    """Qwen2.5's template lets the model emit several calls in one turn (llama-server sends no
+    ``output_index``); both are executed, and the next request carries an output for each."""
+    workspace = tmp_path / "ws"
+    (workspace / "alpha").mkdir(parents=True)
+    (workspace / "beta").mkdir()
+    async with llama_server(tmp_path, template=QWEN25) as server:
+        rewrite = only(("list_directory",), parallel_tool_calls=True)
+        async with rewriting_relay(server.root, rewrite) as relay:
+            settings = tiny_settings(tmp_path, relay.base_url, {"lead": ["list_directory", "finish"]})
+            task = (
+                "Call list_directory twice in this one turn: once with path alpha and once with path beta. "
+                "Make both calls now."
+            )
+            with trio.fail_after(RUN_SECONDS):
+                outcome, events = await run_task(settings, workspace, task, timeouts=TIMEOUTS)
+    first = of_type(events, "llm_call")[0]
+    calls = first["received"]["tool_calls"]
+    assert len(calls) >= 2, f"the model made {len(calls)} call(s): {calls}"
+    ids = [c["id"] for c in calls]
+    assert len(set(ids)) == len(ids), ids
+    executed = of_type(events, "tool_call")
+    assert [e["tool"] for e in executed[: len(calls)]] == ["list_directory"] * len(calls)
+    assert len(of_type(events, "tool_result")) >= len(calls)
+    second = relay.responses()[1].body or {}
+    answered = [i["call_id"] for i in second["input"] if i.get("type") == "function_call_output"]
+    assert sorted(answered) == sorted(ids)
+    assert card_kind(outcome.card) != "llm_unavailable", outcome.card
+
+
+async def test_a_call_cut_by_max_tokens_is_recovered_from(tmp_path: Path) -> None:
+    """The first answer is cut by a tiny ``max_output_tokens`` in the middle of a call's arguments;
+    llama-server still says ``completed``. The engine sees the truncation, never replays the broken
+    arguments (llama-server answers HTTP 500 to a history holding them), and the run goes on to a card."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    async with llama_server(tmp_path, template=QWEN25) as server:
+        rewrite = only(("read_file",), max_output_tokens=12)
+        async with rewriting_relay(server.root, rewrite) as relay:
+            settings = tiny_settings(tmp_path, relay.base_url, {"lead": ["read_file", "finish"]})
+            with trio.fail_after(RUN_SECONDS):
+                outcome, events = await run_task(settings, workspace, "Read the file notes.txt.", timeouts=TIMEOUTS)
+    answers = relay.responses()
+    assert len(answers) >= 2, answers
+    assert (answers[0].body or {})["max_output_tokens"] == 12
+    first = of_type(events, "llm_call")[0]
+    assert first["finish_reason"] == "length", first
+    assert [x.status for x in answers] == [200] * len(answers)  # the history never poisoned a request
+    for exchange in answers[1:]:
+        for item in (exchange.body or {})["input"]:
+            if item.get("type") == "function_call":
+                json.loads(item["arguments"])  # every replayed call holds valid JSON
+    assert card_kind(outcome.card) != "llm_unavailable", outcome.card
+
+
+async def test_a_context_overflow_is_recognised(tmp_path: Path) -> None:
+    """A task longer than the server's context (``-c 512``) while the deployment believes in 8192:
+    llama-server answers 400 ``exceed_context_size_error``; the engine logs ``context_budget_exceeded``
+    and, the task being protected, ends the role with that kind."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    task = "Summarise this: " + " ".join(f"item {i} is a plain word list entry." for i in range(300))
+    async with (
+        llama_server(tmp_path, template=QWEN25, ctx=512) as server,
+        rewriting_relay(server.root, lambda i, b: {}) as relay,
+    ):
+        settings = tiny_settings(tmp_path, relay.base_url, {"lead": ["finish"]}, max_tokens=64)
+        with trio.fail_after(RUN_SECONDS):
+            outcome, events = await run_task(settings, workspace, task, timeouts=TIMEOUTS)
+    assert relay.responses() and relay.responses()[0].status == 400
+    assert of_type(events, "context_budget_exceeded"), [e["type"] for e in events]
+    assert card_kind(outcome.card) == "context_budget_exceeded", outcome.card

@@ -1,0 +1,109 @@
+"""``orchestrator serve`` (a real process) against the real llama-server: a late model server is picked
+up, a stopped one is retried with ``reset`` on the live stream, and the model's tokens reach
+``/ws/stream`` exactly as the engine logged them.
+
+Temperature 0 and the server's fixed seed (``tests/realmodel/llama_server.py``); assertions are about
+the service, not about the words the model picks.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import trio
+from tests.realmodel.llama_cache import real_model
+from tests.realmodel.llama_server import QWEN25, TEMPERATURE, free_port, llama_server, rewriting_relay
+from tests.service.server import serve_process, write_config
+from trio_websocket import WebSocketConnection, open_websocket_url
+
+from orchestrator.engine.runfolder import TERMINAL_STATUSES
+
+ROLES = {"lead": ["finish"]}
+RUN_SECONDS = 120.0
+STORY = "Write a long story about a dragon who learns to bake bread. Use at least three paragraphs."
+
+
+def _model(**extra: Any) -> dict[str, Any]:
+    return {"generation": {"temperature": TEMPERATURE, "maxTokens": extra.pop("max_tokens", 96)}, **extra}
+
+
+async def _collect(ws: WebSocketConnection, sink: list[dict[str, Any]], first_delta: trio.Event) -> None:
+    while True:
+        message = json.loads(await ws.get_message())
+        sink.append(message)
+        if message.get("type") == "delta":
+            first_delta.set()
+
+
+async def test_serve_started_before_llama_server_picks_it_up_once_ready(tmp_path: Path) -> None:
+    port = free_port()
+    guild, deployment = write_config(
+        tmp_path, f"http://127.0.0.1:{port}/v1", ROLES, model=_model(name=None, contextWindow=None)
+    )
+    async with (
+        serve_process(tmp_path, guild=guild, deployment=deployment) as server,
+        llama_server(tmp_path, template=QWEN25, port=port),
+    ):
+
+        async def resolved() -> dict[str, Any] | None:
+            response = await server.get("/api/config")
+            if response.status_code != 200:
+                return None
+            model = response.json().get("model") or {}
+            return model if model.get("name") == str(real_model().model) else None
+
+        model = await server.wait_for(resolved, seconds=60, what="serve to probe the late model server")
+        assert model["contextWindow"] == 8192
+        response = await server.post("/api/runs", {"task": "Say hello."})
+        assert response.status_code == 201, response.text
+        run_id = response.json()["runId"]
+        view = await server.run_status(run_id, *TERMINAL_STATUSES, seconds=RUN_SECONDS)
+    assert ((view.get("result") or {}).get("error") or {}).get("kind") != "llm_unavailable", view
+
+
+async def test_a_stopped_server_is_retried_and_the_stream_resets(tmp_path: Path) -> None:
+    """SIGSTOP llama-server once the first tokens are on ``/ws/stream``: the idle-stream bound fires, the
+    engine retries (seen at the relay as a second request), SIGCONT lets the retry through, and the
+    stream's first delta of the new attempt carries ``reset``. The deltas of the final attempt spell
+    exactly the content the engine logged in ``llm_call``."""
+    model = _model(name=str(real_model().model), contextWindow=8192, max_tokens=160)
+    env = {"ORCHESTRATOR_STALL_IDLE_SECONDS": "3", "ORCHESTRATOR_STALL_HEADERS_SECONDS": "30"}
+    messages: list[dict[str, Any]] = []
+    first_delta = trio.Event()
+    async with (
+        llama_server(tmp_path, template=QWEN25) as llama,
+        rewriting_relay(llama.root, lambda i, b: {}) as relay,
+    ):
+        guild, deployment = write_config(tmp_path, relay.base_url, ROLES, model=model)
+        async with (
+            serve_process(tmp_path, guild=guild, deployment=deployment, env=env) as server,
+            open_websocket_url(server.ws_url) as ws,
+        ):
+            response = await server.post("/api/runs", {"task": STORY})
+            assert response.status_code == 201, response.text
+            run_id = response.json()["runId"]
+            await ws.send_message(json.dumps({"type": "subscribe", "runId": run_id}))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_collect, ws, messages, first_delta)
+                with trio.fail_after(RUN_SECONDS):
+                    await first_delta.wait()
+                    llama.stop()
+                    stopped_at = len(messages)
+                    try:
+                        await relay.wait_responses(2)  # the engine's retry reached the relay
+                    finally:
+                        llama.resume()
+                view = await server.run_status(run_id, *TERMINAL_STATUSES, seconds=RUN_SECONDS)
+                events = await server.events(run_id)
+                nursery.cancel_scope.cancel()
+    deltas = [(i, m) for i, m in enumerate(messages) if m.get("type") == "delta" and m.get("runId") == run_id]
+    resets = [i for i, d in deltas if d.get("reset")]
+    assert resets and resets[-1] >= stopped_at, (resets, stopped_at)  # the retried attempt restarted the stream
+    final = [d for i, d in deltas if i >= resets[-1]]
+    logged = [e["payload"] for e in events if e["type"] == "llm_call"]
+    assert logged, [e["type"] for e in events]
+    content = "".join(d["text"] for d in final if d["field"] == "content")
+    assert content and content == logged[-1]["received"]["content"]
+    assert ((view.get("result") or {}).get("error") or {}).get("kind") != "llm_unavailable", view
