@@ -1,10 +1,10 @@
 """Runs of the real engine against the real llama-server + SmolLM2-135M (tests/realmodel/llama_server.py).
 
 Every request runs at temperature 0 with the server's seed fixed (``SEED``), and the assertions are
-about the engine's behaviour, not about what the tiny model says: where a test needs a tool call it
-sets ``tool_choice: "required"`` and narrows the offered tools through the relay (so the output is
-grammar-constrained to a call of that tool), and where a run must end, later requests offer only
-``finish``.
+about the engine's behaviour, not about what the tiny model says: where a test needs a tool call the
+relay in front of llama-server offers only that tool, sets ``tool_choice: "required"`` and prefills the
+assistant turn with the template's call opener (``force_call``), so the output is grammar-constrained
+to a call; where a run must end, later requests offer only a short ``finish`` (``finish_after``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,16 @@ import trio
 from tests.engine.harness import of_type, run_task
 from tests.helpers import REPO, make_settings
 from tests.realmodel.llama_cache import real_model
-from tests.realmodel.llama_server import QWEN25, QWEN35, TEMPERATURE, llama_server, rewriting_relay
+from tests.realmodel.llama_server import (
+    QWEN25,
+    QWEN35,
+    SHORT_FINISH,
+    TEMPERATURE,
+    finish_after,
+    force_call,
+    llama_server,
+    rewriting_relay,
+)
 
 from orchestrator.config import Settings, load_settings, probe_model
 from orchestrator.llm import LlmTimeouts
@@ -29,16 +38,22 @@ TIMEOUTS = LlmTimeouts(headers_seconds=60.0, idle_seconds=30.0, attempts=3, back
 RUN_SECONDS = 120
 
 
-def _tools(body: dict[str, Any], *names: str) -> list[dict[str, Any]]:
-    return [t for t in body.get("tools", []) if t.get("name") in names]
+#: ``list_directory`` narrowed to the two folders the parallel-call test made
+ALPHA_OR_BETA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"path": {"type": "string", "enum": ["alpha", "beta"]}},
+    "required": ["path"],
+    "additionalProperties": False,
+}
 
 
-def only(first: tuple[str, ...], then: tuple[str, ...] = ("finish",), **first_fields: Any) -> Callable[..., Any]:
-    """Request 0 may only call one of ``first`` (plus ``first_fields``); later ones only ``then``."""
+def first_then_finish(offer: dict[str, dict[str, Any] | None], **first_fields: Any) -> Callable[..., Any]:
+    """Request 0 must call one of ``offer`` (plus ``first_fields``); every later one a short ``finish``."""
 
     def rewrite(index: int, body: dict[str, Any]) -> dict[str, Any]:
-        names = first if index == 0 else then
-        return {"tools": _tools(body, *names), "tool_choice": "required", **(first_fields if index == 0 else {})}
+        if index == 0:
+            return {**force_call(body, offer), **first_fields}
+        return force_call(body, {"finish": SHORT_FINISH})
 
     return rewrite
 
@@ -58,11 +73,14 @@ async def test_a_run_with_the_shipped_guild_reaches_a_card(tmp_path: Path, templ
     """The shipped Guild and deployment, the model resolved by the real probe: the entry role's first
     request is accepted by the template (Qwen3.5's refuses a second system message) and a card comes
     back that is not ``llm_unavailable``."""
-    async with llama_server(tmp_path, template=template) as server:
+    async with (
+        llama_server(tmp_path, template=template) as server,
+        rewriting_relay(server.root, finish_after(1)) as relay,
+    ):
         env = {
-            "ORCHESTRATOR_API_BASE": server.base_url,
+            "ORCHESTRATOR_API_BASE": relay.base_url,
             "ORCHESTRATOR_TEMPERATURE": str(TEMPERATURE),
-            "ORCHESTRATOR_MAX_TOKENS": "128",
+            "ORCHESTRATOR_MAX_TOKENS": "64",
             "ORCHESTRATOR_MAX_AGENT_DEPTH": "1",
         }
         settings = load_settings(REPO / "guild", REPO / "deployment" / "deployment.json", env, secrets_dir=tmp_path)
@@ -75,6 +93,7 @@ async def test_a_run_with_the_shipped_guild_reaches_a_card(tmp_path: Path, templ
             outcome, events = await run_task(settings, workspace, "Say hello in one short sentence.", timeouts=TIMEOUTS)
     calls = of_type(events, "llm_call")
     assert calls, "no model answer was logged"
+    assert relay.responses()[0].status == 200  # the template took the entry role's opening messages
     assert card_kind(outcome.card) != "llm_unavailable", outcome.card
     finished = of_type(events, "role_finished")
     assert finished and all((f["card"].get("error") or {}).get("kind") != "llm_unavailable" for f in finished)
@@ -87,13 +106,10 @@ async def test_two_parallel_calls_in_one_turn_are_both_executed_and_answered(tmp
     (workspace / "alpha").mkdir(parents=True)
     (workspace / "beta").mkdir()
     async with llama_server(tmp_path, template=QWEN25) as server:
-        rewrite = only(("list_directory",), parallel_tool_calls=True)
+        rewrite = first_then_finish({"list_directory": ALPHA_OR_BETA}, parallel_tool_calls=True)
         async with rewriting_relay(server.root, rewrite) as relay:
             settings = tiny_settings(tmp_path, relay.base_url, {"lead": ["list_directory", "finish"]})
-            task = (
-                "Call list_directory twice in this one turn: once with path alpha and once with path beta. "
-                "Make both calls now."
-            )
+            task = "Call list_directory on alpha, and call list_directory on beta."
             with trio.fail_after(RUN_SECONDS):
                 outcome, events = await run_task(settings, workspace, task, timeouts=TIMEOUTS)
     first = of_type(events, "llm_call")[0]
@@ -117,14 +133,14 @@ async def test_a_call_cut_by_max_tokens_is_recovered_from(tmp_path: Path) -> Non
     workspace = tmp_path / "ws"
     workspace.mkdir()
     async with llama_server(tmp_path, template=QWEN25) as server:
-        rewrite = only(("read_file",), max_output_tokens=12)
+        rewrite = first_then_finish({"read_file": None}, max_output_tokens=8)
         async with rewriting_relay(server.root, rewrite) as relay:
             settings = tiny_settings(tmp_path, relay.base_url, {"lead": ["read_file", "finish"]})
             with trio.fail_after(RUN_SECONDS):
                 outcome, events = await run_task(settings, workspace, "Read the file notes.txt.", timeouts=TIMEOUTS)
     answers = relay.responses()
     assert len(answers) >= 2, answers
-    assert (answers[0].body or {})["max_output_tokens"] == 12
+    assert (answers[0].body or {})["max_output_tokens"] == 8
     first = of_type(events, "llm_call")[0]
     assert first["finish_reason"] == "length", first
     assert [x.status for x in answers] == [200] * len(answers)  # the history never poisoned a request
