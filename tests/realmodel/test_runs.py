@@ -20,11 +20,11 @@ from tests.engine.harness import of_type, run_task
 from tests.helpers import REPO, make_settings
 from tests.realmodel.llama_cache import real_model
 from tests.realmodel.llama_server import (
+    NO_THINKING,
     QWEN25,
     QWEN35,
     SHORT_FINISH,
     TEMPERATURE,
-    finish_after,
     force_call,
     llama_server,
     rewriting_relay,
@@ -37,6 +37,16 @@ from orchestrator.llm import LlmTimeouts
 TIMEOUTS = LlmTimeouts(headers_seconds=60.0, idle_seconds=30.0, attempts=3, backoff_seconds=0.2)
 RUN_SECONDS = 120
 
+
+#: ``read_file`` narrowed to a path of at least 200 characters: a call that cannot fit in ``CUT_AT`` tokens
+LONG_PATH: dict[str, Any] = {
+    "type": "object",
+    "properties": {"path": {"type": "string", "minLength": 200}},
+    "required": ["path"],
+    "additionalProperties": False,
+}
+#: the cut-off test's deployment maxTokens: a short finish call fits (under 40 tokens), the long path not
+CUT_AT = 48
 
 #: ``list_directory`` narrowed to the two folders the parallel-call test made
 ALPHA_OR_BETA: dict[str, Any] = {
@@ -58,6 +68,13 @@ def first_then_finish(offer: dict[str, dict[str, Any] | None], **first_fields: A
     return rewrite
 
 
+def prose_sentence(index: int, body: dict[str, Any]) -> dict[str, Any]:
+    """Answer in prose and stop at the end of the first sentence. At temperature 0 SmolLM2's choice between
+    prose and a call flips with any change to the prompt (the workspace path is in it), a Qwen3.5-format
+    call from it is rarely valid, and its prose repeats itself to any limit (a cut-off answer is no card)."""
+    return {"tool_choice": "none", "stop": [".", "!", "?"]}
+
+
 def tiny_settings(tmp_path: Path, api_base: str, roles: dict[str, list[str]], **model: Any) -> Settings:
     generation = {"temperature": TEMPERATURE, "maxTokens": model.pop("max_tokens", 256)}
     spec = {"name": str(real_model().model), "contextWindow": 8192, "generation": generation, **model}
@@ -71,11 +88,11 @@ def card_kind(card: Any) -> str | None:
 @pytest.mark.parametrize("template", [QWEN25, QWEN35])
 async def test_a_run_with_the_shipped_guild_reaches_a_card(tmp_path: Path, template: str) -> None:
     """The shipped Guild and deployment, the model resolved by the real probe: the entry role's first
-    request is accepted by the template (Qwen3.5's refuses a second system message) and a card comes
-    back that is not ``llm_unavailable``."""
+    request (its prompt, the effort directive, its tools) is accepted by the template — Qwen3.5's refuses
+    a second system message — and a card comes back that is not ``llm_unavailable``."""
     async with (
-        llama_server(tmp_path, template=template) as server,
-        rewriting_relay(server.root, finish_after(1)) as relay,
+        llama_server(tmp_path, template=template, extra_args=NO_THINKING if template == QWEN35 else ()) as server,
+        rewriting_relay(server.root, prose_sentence) as relay,
     ):
         env = {
             "ORCHESTRATOR_API_BASE": relay.base_url,
@@ -96,7 +113,7 @@ async def test_a_run_with_the_shipped_guild_reaches_a_card(tmp_path: Path, templ
     assert relay.responses()[0].status == 200  # the template took the entry role's opening messages
     assert card_kind(outcome.card) != "llm_unavailable", outcome.card
     finished = of_type(events, "role_finished")
-    assert finished and all((f["card"].get("error") or {}).get("kind") != "llm_unavailable" for f in finished)
+    assert finished and all((f.get("error") or {}).get("kind") != "llm_unavailable" for f in finished)
 
 
 async def test_two_parallel_calls_in_one_turn_are_both_executed_and_answered(tmp_path: Path) -> None:
@@ -113,7 +130,7 @@ async def test_two_parallel_calls_in_one_turn_are_both_executed_and_answered(tmp
             with trio.fail_after(RUN_SECONDS):
                 outcome, events = await run_task(settings, workspace, task, timeouts=TIMEOUTS)
     first = of_type(events, "llm_call")[0]
-    calls = first["received"]["tool_calls"]
+    calls = first["received"].get("toolCalls", [])
     assert len(calls) >= 2, f"the model made {len(calls)} call(s): {calls}"
     ids = [c["id"] for c in calls]
     assert len(set(ids)) == len(ids), ids
@@ -127,27 +144,31 @@ async def test_two_parallel_calls_in_one_turn_are_both_executed_and_answered(tmp
 
 
 async def test_a_call_cut_by_max_tokens_is_recovered_from(tmp_path: Path) -> None:
-    """The first answer is cut by a tiny ``max_output_tokens`` in the middle of a call's arguments;
-    llama-server still says ``completed``. The engine sees the truncation, never replays the broken
-    arguments (llama-server answers HTTP 500 to a history holding them), and the run goes on to a card."""
+    """The first answer is a call whose arguments cannot fit in the deployment's ``maxTokens``: it is cut
+    mid-arguments and llama-server still says ``completed``. The engine sees a ``length`` finish, answers
+    the call with ``invalid_tool_call`` instead of running it, never replays the broken arguments
+    (llama-server answers HTTP 500 to a history holding them), and the role goes on to its card."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    async with llama_server(tmp_path, template=QWEN25) as server:
-        rewrite = first_then_finish({"read_file": None}, max_output_tokens=8)
-        async with rewriting_relay(server.root, rewrite) as relay:
-            settings = tiny_settings(tmp_path, relay.base_url, {"lead": ["read_file", "finish"]})
-            with trio.fail_after(RUN_SECONDS):
-                outcome, events = await run_task(settings, workspace, "Read the file notes.txt.", timeouts=TIMEOUTS)
+    async with (
+        llama_server(tmp_path, template=QWEN25) as server,
+        rewriting_relay(server.root, first_then_finish({"read_file": LONG_PATH})) as relay,
+    ):
+        settings = tiny_settings(tmp_path, relay.base_url, {"lead": ["read_file", "finish"]}, max_tokens=CUT_AT)
+        with trio.fail_after(RUN_SECONDS):
+            outcome, events = await run_task(settings, workspace, "Read the file notes.txt.", timeouts=TIMEOUTS)
     answers = relay.responses()
     assert len(answers) >= 2, answers
-    assert (answers[0].body or {})["max_output_tokens"] == 8
     first = of_type(events, "llm_call")[0]
-    assert first["finish_reason"] == "length", first
+    assert first.get("finishReason") == "length", first
+    assert first["usage"]["completionTokens"] == CUT_AT
+    results = of_type(events, "tool_result")
+    assert results and results[0]["tool"] == "read_file" and results[0]["kind"] == "invalid_tool_call", results
     assert [x.status for x in answers] == [200] * len(answers)  # the history never poisoned a request
     for exchange in answers[1:]:
         for item in (exchange.body or {})["input"]:
             if item.get("type") == "function_call":
-                json.loads(item["arguments"])  # every replayed call holds valid JSON
+                assert isinstance(json.loads(item["arguments"]), dict)  # every replayed call holds valid JSON
     assert card_kind(outcome.card) != "llm_unavailable", outcome.card
 
 
