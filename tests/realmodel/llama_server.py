@@ -325,3 +325,10 @@ def finish_after(first: int) -> Rewrite:
         return {} if index < first else force_call(body, {"finish": SHORT_FINISH})
 
     return rewrite
+
+
+def prose_sentence(index: int, body: dict[str, Any]) -> dict[str, Any]:
+    """Answer in prose and stop at the end of the first sentence. At temperature 0 SmolLM2's choice between
+    prose and a call flips with any change to the prompt (the workspace path is in it), a Qwen3.5-format
+    call from it is rarely valid, and its prose repeats itself to any limit (a cut-off answer is no card)."""
+    return {"tool_choice": "none", "stop": [".", "!", "?"]}

@@ -27,6 +27,7 @@ from tests.realmodel.llama_server import (
     TEMPERATURE,
     force_call,
     llama_server,
+    prose_sentence,
     rewriting_relay,
 )
 
@@ -66,13 +67,6 @@ def first_then_finish(offer: dict[str, dict[str, Any] | None], **first_fields: A
         return force_call(body, {"finish": SHORT_FINISH})
 
     return rewrite
-
-
-def prose_sentence(index: int, body: dict[str, Any]) -> dict[str, Any]:
-    """Answer in prose and stop at the end of the first sentence. At temperature 0 SmolLM2's choice between
-    prose and a call flips with any change to the prompt (the workspace path is in it), a Qwen3.5-format
-    call from it is rarely valid, and its prose repeats itself to any limit (a cut-off answer is no card)."""
-    return {"tool_choice": "none", "stop": [".", "!", "?"]}
 
 
 def tiny_settings(tmp_path: Path, api_base: str, roles: dict[str, list[str]], **model: Any) -> Settings:

@@ -12,9 +12,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import trio
 from tests.realmodel.llama_cache import real_model
-from tests.realmodel.llama_server import QWEN25, TEMPERATURE, free_port, llama_server, rewriting_relay
+from tests.realmodel.llama_server import (
+    QWEN25,
+    TEMPERATURE,
+    free_port,
+    llama_server,
+    prose_sentence,
+    rewriting_relay,
+)
 from tests.service.server import serve_process, write_config
 from trio_websocket import WebSocketConnection, open_websocket_url
 
@@ -29,6 +37,11 @@ def _model(**extra: Any) -> dict[str, Any]:
     return {"generation": {"temperature": TEMPERATURE, "maxTokens": extra.pop("max_tokens", 96)}, **extra}
 
 
+def long_then_one_sentence(index: int, body: dict[str, Any]) -> dict[str, Any]:
+    """The first attempt streams long enough to be stopped mid-way; the retry ends in one sentence."""
+    return {} if index == 0 else prose_sentence(index, body)
+
+
 async def _collect(ws: WebSocketConnection, sink: list[dict[str, Any]], first_delta: trio.Event) -> None:
     while True:
         message = json.loads(await ws.get_message())
@@ -38,28 +51,35 @@ async def _collect(ws: WebSocketConnection, sink: list[dict[str, Any]], first_de
 
 
 async def test_serve_started_before_llama_server_picks_it_up_once_ready(tmp_path: Path) -> None:
+    """``serve`` boots while nothing listens behind the model URL (the relay answers 502 then), with no
+    model name or context window configured; once llama-server is up, serve probes again, takes both from
+    it, and a run goes through to a card that is not ``llm_unavailable``."""
     port = free_port()
-    guild, deployment = write_config(
-        tmp_path, f"http://127.0.0.1:{port}/v1", ROLES, model=_model(name=None, contextWindow=None)
-    )
-    async with (
-        serve_process(tmp_path, guild=guild, deployment=deployment) as server,
-        llama_server(tmp_path, template=QWEN25, port=port),
-    ):
+    model_config = _model(name=None, contextWindow=None)
+    async with rewriting_relay(f"http://127.0.0.1:{port}", prose_sentence) as relay:
+        guild, deployment = write_config(tmp_path, relay.base_url, ROLES, model=model_config)
+        async with (
+            serve_process(tmp_path, guild=guild, deployment=deployment) as server,
+            llama_server(tmp_path, template=QWEN25, port=port),
+        ):
 
-        async def resolved() -> dict[str, Any] | None:
-            response = await server.get("/api/config")
-            if response.status_code != 200:
-                return None
-            model = response.json().get("model") or {}
-            return model if model.get("name") == str(real_model().model) else None
+            async def resolved() -> dict[str, Any] | None:
+                try:  # the error page gives way to the service on the same port: a dropped poll is fine
+                    response = await server.get("/api/config")
+                except httpx.TransportError:
+                    return None
+                if response.status_code != 200:
+                    return None
+                model = response.json().get("model") or {}
+                return model if model.get("name") == str(real_model().model) else None
 
-        model = await server.wait_for(resolved, seconds=60, what="serve to probe the late model server")
-        assert model["contextWindow"] == 8192
-        response = await server.post("/api/runs", {"task": "Say hello."})
-        assert response.status_code == 201, response.text
-        run_id = response.json()["runId"]
-        view = await server.run_status(run_id, *TERMINAL_STATUSES, seconds=RUN_SECONDS)
+            model = await server.wait_for(resolved, seconds=60, what="serve to probe the late model server")
+            assert model["contextWindow"] == 8192
+            response = await server.post("/api/runs", {"task": "Say hello."})
+            assert response.status_code == 201, response.text
+            run_id = response.json()["runId"]
+            view = await server.run_status(run_id, *TERMINAL_STATUSES, seconds=RUN_SECONDS)
+    assert any(x.status == 502 for x in relay.seen)  # serve did try while nothing was there
     assert ((view.get("result") or {}).get("error") or {}).get("kind") != "llm_unavailable", view
 
 
@@ -74,7 +94,7 @@ async def test_a_stopped_server_is_retried_and_the_stream_resets(tmp_path: Path)
     first_delta = trio.Event()
     async with (
         llama_server(tmp_path, template=QWEN25) as llama,
-        rewriting_relay(llama.root, lambda i, b: {}) as relay,
+        rewriting_relay(llama.root, long_then_one_sentence) as relay,
     ):
         guild, deployment = write_config(tmp_path, relay.base_url, ROLES, model=model)
         async with (
