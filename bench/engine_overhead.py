@@ -289,7 +289,9 @@ async def bench_real(workdir: Path, plan: Plan) -> None:
         )
         body = msgspec.json.encode(request)
         generated: dict[str, int] = {}
-        timeouts = LlmTimeouts(headers_seconds=120.0, idle_seconds=60.0, attempts=1)
+        # llama-server closes a keep-alive connection after 5 s idle; the engine's client may reuse one just
+        # as it closes ("Server disconnected without sending a response"), and then retries: allow that
+        timeouts = LlmTimeouts(headers_seconds=120.0, idle_seconds=60.0, attempts=3, backoff_seconds=0.01)
         async with LlmClient(model.api_base, timeouts=timeouts) as llm:
             run = Run(settings=settings, workspace=workdir, state=state, log=log, llm=llm)
 
@@ -304,7 +306,9 @@ async def bench_real(workdir: Path, plan: Plan) -> None:
 
             url = model.api_base.rstrip("/") + "/responses"
             headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
-            async with httpx.AsyncClient(timeout=httpx.Timeout(120.0), headers=headers) as raw_client:
+            # a fresh connection per request: llama-server drops idle keep-alive connections after a few seconds
+            fresh = httpx.Limits(max_keepalive_connections=0)
+            async with httpx.AsyncClient(timeout=httpx.Timeout(120.0), headers=headers, limits=fresh) as raw_client:
 
                 async def raw_turn() -> None:
                     async with raw_client.stream("POST", url, content=body) as response:
@@ -421,18 +425,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few turns of each part (seconds): proves it runs")
     parser.add_argument("--no-real", action="store_true", help="skip part (c), the real llama-server")
+    parser.add_argument("--real-only", action="store_true", help="only part (c), the real llama-server")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="engine-bench-") as tmp:
         workdir = Path(tmp)
-        print("== (a) engine per-turn overhead vs raw httpx SSE" + (" (--quick)" if args.quick else ""))
-        (workdir / "turns").mkdir()
-        trio.run(bench_turns, workdir / "turns", plan)
-        print()
-        print("== (b) msgspec event encoding vs stdlib json")
-        bench_encoding(workdir, plan)
-        print()
+        if not args.real_only:
+            print("== (a) engine per-turn overhead vs raw httpx SSE" + (" (--quick)" if args.quick else ""))
+            (workdir / "turns").mkdir()
+            trio.run(bench_turns, workdir / "turns", plan)
+            print()
+            print("== (b) msgspec event encoding vs stdlib json")
+            bench_encoding(workdir, plan)
+            print()
         print("== (c) engine per-turn overhead vs a raw request, against the real llama-server")
         if args.no_real:
             print("skipped (--no-real)")
