@@ -9,6 +9,7 @@ the service, not about the words the model picks.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +43,37 @@ def long_then_one_sentence(index: int, body: dict[str, Any]) -> dict[str, Any]:
     return {} if index == 0 else prose_sentence(index, body)
 
 
-async def _collect(ws: WebSocketConnection, sink: list[dict[str, Any]], first_delta: trio.Event) -> None:
-    while True:
-        message = json.loads(await ws.get_message())
-        sink.append(message)
-        if message.get("type") == "delta":
-            first_delta.set()
+class Inbox:
+    """The messages one WebSocket client received, and a way to wait for more."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self._grew = trio.Event()
+
+    async def collect(self, ws: WebSocketConnection) -> None:
+        while True:
+            self.messages.append(json.loads(await ws.get_message()))
+            self._grew.set()
+            self._grew = trio.Event()
+
+    async def wait_until(self, done: Callable[[list[dict[str, Any]]], bool]) -> None:
+        while not done(self.messages):
+            await self._grew.wait()
+
+
+def attempts(messages: list[dict[str, Any]], run_id: str) -> list[list[dict[str, Any]]]:
+    """The run's deltas split into attempts: each ``reset`` delta starts one."""
+    split: list[list[dict[str, Any]]] = []
+    for message in messages:
+        if message.get("type") == "delta" and message.get("runId") == run_id:
+            if message.get("reset") or not split:
+                split.append([])
+            split[-1].append(message)
+    return split
+
+
+def content(deltas: list[dict[str, Any]]) -> str:
+    return "".join(d["text"] for d in deltas if d["field"] == "content")
 
 
 async def test_serve_started_before_llama_server_picks_it_up_once_ready(tmp_path: Path) -> None:
@@ -89,9 +115,10 @@ async def test_a_stopped_server_is_retried_and_the_stream_resets(tmp_path: Path)
     stream's first delta of the new attempt carries ``reset``. The deltas of the final attempt spell
     exactly the content the engine logged in ``llm_call``."""
     model = _model(name=str(real_model().model), contextWindow=8192, max_tokens=160)
-    env = {"ORCHESTRATOR_STALL_IDLE_SECONDS": "3", "ORCHESTRATOR_STALL_HEADERS_SECONDS": "30"}
-    messages: list[dict[str, Any]] = []
-    first_delta = trio.Event()
+    # the idle bound must outlast prompt processing on a busy machine (llama-server sends its headers and
+    # response.created first), so that the stall it catches is the one the test causes
+    env = {"ORCHESTRATOR_STALL_IDLE_SECONDS": "10", "ORCHESTRATOR_STALL_HEADERS_SECONDS": "60"}
+    inbox = Inbox()
     async with (
         llama_server(tmp_path, template=QWEN25) as llama,
         rewriting_relay(llama.root, long_then_one_sentence) as relay,
@@ -106,24 +133,30 @@ async def test_a_stopped_server_is_retried_and_the_stream_resets(tmp_path: Path)
             run_id = response.json()["runId"]
             await ws.send_message(json.dumps({"type": "subscribe", "runId": run_id}))
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_collect, ws, messages, first_delta)
+                nursery.start_soon(inbox.collect, ws)
                 with trio.fail_after(RUN_SECONDS):
-                    await first_delta.wait()
+                    await inbox.wait_until(lambda messages: bool(attempts(messages, run_id)))
                     llama.stop()
-                    stopped_at = len(messages)
-                    try:
-                        await relay.wait_responses(2)  # the engine's retry reached the relay
+                    seen_before = len(attempts(inbox.messages, run_id))
+                    try:  # the engine's retry reaches the relay
+                        await relay.wait_responses(len(relay.responses()) + 1)
                     finally:
                         llama.resume()
                 view = await server.run_status(run_id, *TERMINAL_STATUSES, seconds=RUN_SECONDS)
                 events = await server.events(run_id)
+                logged = [e["payload"] for e in events if e["type"] == "llm_call"]
+                assert logged, [e["type"] for e in events]
+                final = logged[-1]["received"]["content"]
+
+                def retried_and_delivered(messages: list[dict[str, Any]]) -> bool:
+                    split = attempts(messages, run_id)
+                    return len(split) > seen_before and content(split[-1]) == final
+
+                with trio.move_on_after(30):  # the socket may still be delivering the last deltas
+                    await inbox.wait_until(retried_and_delivered)
                 nursery.cancel_scope.cancel()
-    deltas = [(i, m) for i, m in enumerate(messages) if m.get("type") == "delta" and m.get("runId") == run_id]
-    resets = [i for i, d in deltas if d.get("reset")]
-    assert resets and resets[-1] >= stopped_at, (resets, stopped_at)  # the retried attempt restarted the stream
-    final = [d for i, d in deltas if i >= resets[-1]]
-    logged = [e["payload"] for e in events if e["type"] == "llm_call"]
-    assert logged, [e["type"] for e in events]
-    content = "".join(d["text"] for d in final if d["field"] == "content")
-    assert content and content == logged[-1]["received"]["content"]
+    assert [e["type"] for e in events].count("llm_retry") >= 1
+    split = attempts(inbox.messages, run_id)
+    assert len(split) > seen_before, split  # the retry after the stop restarted the stream with ``reset``
+    assert final and content(split[-1]) == final  # and its deltas spell exactly what the engine logged
     assert ((view.get("result") or {}).get("error") or {}).get("kind") != "llm_unavailable", view
