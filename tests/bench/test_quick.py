@@ -1,9 +1,10 @@
 """Every benchmark has a ``--quick`` mode, and ``./dev test`` runs it.
 
 Each bench script (``bench/*.py`` and ``bench/<dir>/run.py``) runs with ``--quick`` in its own process:
-it must accept the flag, exit 0 and print at least one ratio (a number followed by ``x``, e.g.
-``engine/raw per-turn ratio: 1.08x (goal <= 1.15x)``). Timings are not judged here, only that the
-bench still works; a bench added later without ``--quick`` fails this test.
+it must accept the flag, exit 0 and print at least one ratio line: a number followed by ``x``
+(``engine/raw per-turn ratio: 1.08x (goal <= 1.15x)``) or a line naming a ratio with its value
+(``ratio with/without  0.987``). Timings are not judged here, only that the bench still works; a bench
+added later without ``--quick`` fails this test.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import pytest
 from tests.helpers import REPO
 
 BENCH = REPO / "bench"
-#: a printed ratio: "1.08x", "17.6x", "0.950x"
-RATIO = re.compile(r"(?<![\w.])\d+(?:\.\d+)?x\b")
+#: a printed ratio: "1.08x", "17.6x", "0.950x", or "ratio ...: 0.987"
+RATIO = re.compile(r"(?<![\w.])\d+(?:\.\d+)?x\b|\bratio\b.*?\d+\.\d+", re.IGNORECASE)
 #: generous: the machine running the suite is shared; a quick bench takes seconds when it is idle
 QUICK_SECONDS = 170
 

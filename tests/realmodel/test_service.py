@@ -126,7 +126,7 @@ async def test_a_stopped_server_is_retried_and_the_stream_resets(tmp_path: Path)
         guild, deployment = write_config(tmp_path, relay.base_url, ROLES, model=model)
         async with (
             serve_process(tmp_path, guild=guild, deployment=deployment, env=env) as server,
-            open_websocket_url(server.ws_url) as ws,
+            open_websocket_url(server.ws_url, extra_headers=server.auth_headers) as ws,
         ):
             response = await server.post("/api/runs", {"task": STORY})
             assert response.status_code == 201, response.text
