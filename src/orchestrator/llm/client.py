@@ -90,6 +90,12 @@ class LlmTimeouts:
 
 
 _HTTPX_TIMEOUT = httpx.Timeout(connect=10.0, read=None, write=30.0, pool=30.0)
+#: An idle pooled connection is dropped after this long. llama-server closes idle connections after 5 s,
+#: httpx's own default; at equal bounds a request could reuse a connection in the instant the server closes
+#: it ("Server disconnected without sending a response", one wasted attempt and a backoff). Found against
+#: the real server (tests/realmodel); staying well under its bound costs one reconnect per slow turn.
+KEEPALIVE_EXPIRY_SECONDS = 2.0
+_HTTPX_LIMITS = httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY_SECONDS)
 _json = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 _TOKENS_IN_MESSAGE = re.compile(r"(\d+)\s+tokens")
@@ -107,7 +113,7 @@ class LlmClient:
         headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
-        self._http = httpx.AsyncClient(timeout=_HTTPX_TIMEOUT, headers=headers)
+        self._http = httpx.AsyncClient(timeout=_HTTPX_TIMEOUT, limits=_HTTPX_LIMITS, headers=headers)
 
     async def __aenter__(self) -> LlmClient:
         return self
