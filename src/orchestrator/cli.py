@@ -19,6 +19,7 @@ import trio
 
 from orchestrator import __version__
 from orchestrator.config import Settings, load_config, locate_config, probe_model, render_settings
+from orchestrator.config.secrets import load_redactor
 from orchestrator.engine.effort import EFFORT_TIERS
 from orchestrator.engine.human import AnswersFile, HumanBackend, Terminal, load_answers
 from orchestrator.engine.reconcile import reconcile_runs
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             return trio.run(_serve, args, env)
         return trio.run(_run, args, env)
     except ConfigError as exc:
-        _print_problems(exc)
+        _print_problems(exc, env)
         return EXIT_CONFIG
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -218,7 +219,7 @@ def _token(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     try:
         source = resolve_token(workspace, env)
     except ConfigError as exc:
-        _print_problems(exc)
+        _print_problems(exc, env)
         return EXIT_CONFIG
     print(source.token)
     print(f"orchestrator: from {source.origin}; open http://HOST:PORT/?token=<this token>", file=sys.stderr)
@@ -233,9 +234,9 @@ def _notice(message: str) -> None:
     print(f"orchestrator: {message}", file=sys.stderr, flush=True)
 
 
-def _print_problems(exc: ConfigError) -> None:
+def _print_problems(exc: ConfigError, env: Mapping[str, str]) -> None:
     print("orchestrator: invalid configuration:", file=sys.stderr)
-    for problem in exc.problems:
+    for problem in load_redactor(env).redact_all(exc.problems):
         print(f"  - {problem}", file=sys.stderr)
 
 

@@ -89,6 +89,15 @@ class FakeWeb:
         async def moved() -> Response:
             return Response("", status=302, headers={"Location": "/data.json"})
 
+        @app.get("/to-loopback")
+        async def to_loopback() -> Response:
+            port = self.base.rsplit(":", 1)[1]
+            return Response("", status=302, headers={"Location": f"http://127.0.0.2:{port}/data.json"})
+
+        @app.get("/to-metadata")
+        async def to_metadata() -> Response:
+            return Response("", status=307, headers={"Location": "http://169.254.169.254/latest/meta-data/"})
+
         @app.get("/slow")
         async def slow() -> Response:
             await trio.sleep(30)
@@ -106,7 +115,8 @@ class FakeWeb:
             variables["ORCHESTRATOR_KAGI_API_KEY"] = KEY
         secrets = tmp_path / "secrets"
         secrets.mkdir(exist_ok=True)
-        return make_ctx(tmp_path, env=variables, secrets_dir=secrets)
+        # The direct fetch's address rule lets this loopback server through, and only it.
+        return make_ctx(tmp_path, env=variables, secrets_dir=secrets, fetch_exempt_addresses=["127.0.0.1"])
 
 
 @pytest.fixture
@@ -262,3 +272,62 @@ async def test_a_slow_server_is_given_up_before_the_calls_deadline(tmp_path: Pat
         result = await fetch_url(web.ctx(tmp_path), {"url": f"{web.base}/slow", "method": "direct"})
     assert not engine_budget.cancelled_caught
     assert result.kind == "unavailable" and "timed out" in str(result.message)
+
+
+# --- third-party converters only when configured; the direct fetch's address rule --------------------
+
+
+async def test_without_markdown_new_configured_auto_goes_straight_to_the_page(tmp_path: Path, web: FakeWeb) -> None:
+    ctx = web.ctx(tmp_path, ORCHESTRATOR_MARKDOWN_NEW_BASE_URL="")
+    result = await fetch_url(ctx, {"url": f"{web.base}/page.html"})
+    assert result.kind == "success" and result.data["method"] == "direct" and "fallbacks" not in result.data
+    assert web.calls == []  # no third party saw the URL
+    forced = await fetch_url(ctx, {"url": f"{web.base}/page.html", "method": "markdown_new"})
+    assert forced.kind == "unavailable" and "ORCHESTRATOR_MARKDOWN_NEW_BASE_URL" in str(forced.message)
+    assert web.calls == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9/",
+        "http://localhost:9/",  # a name: refused after resolution
+        "http://[::1]:9/",
+        "http://0.0.0.0:9/",
+        "http://10.1.2.3/",
+        "http://172.16.0.1/",
+        "http://192.168.1.1/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fd00:ec2::254]/",
+        "http://[::ffff:127.0.0.1]:9/",
+        "http://100.100.100.200/",
+    ],
+)
+async def test_direct_fetch_refuses_non_public_addresses(tmp_path: Path, url: str) -> None:
+    ctx = make_ctx(tmp_path, env={})
+    for method in ("direct", "auto"):
+        result = await fetch_url(ctx, {"url": url, "method": method})
+        assert result.kind == "unavailable", (url, method, result)
+        assert "only reaches public addresses" in str(result.message)
+        assert "ORCHESTRATOR_FETCH_ALLOW_PRIVATE=1" in str(result.message)
+
+
+async def test_a_name_resolving_to_loopback_is_named_with_its_address(tmp_path: Path) -> None:
+    result = await fetch_url(make_ctx(tmp_path, env={}), {"url": "http://localhost:9/", "method": "direct"})
+    assert "localhost resolves to" in str(result.message) and "loopback" in str(result.message)
+
+
+async def test_every_redirect_hop_is_checked(tmp_path: Path, web: FakeWeb) -> None:
+    ctx = web.ctx(tmp_path)
+    hop = await fetch_url(ctx, {"url": f"{web.base}/to-loopback", "method": "direct"})
+    assert hop.kind == "unavailable" and "127.0.0.2 is loopback" in str(hop.message)
+    metadata = await fetch_url(ctx, {"url": f"{web.base}/to-metadata", "method": "direct"})
+    assert metadata.kind == "unavailable" and "cloud metadata" in str(metadata.message)
+
+
+async def test_allow_private_lets_the_direct_fetch_reach_loopback(tmp_path: Path, web: FakeWeb) -> None:
+    env = {"ORCHESTRATOR_FETCH_ALLOW_PRIVATE": "1"}
+    result = await fetch_url(make_ctx(tmp_path, env=env), {"url": f"{web.base}/data.json", "method": "direct"})
+    assert result.kind == "success" and result.data["content"] == '{"a": 1}'
+    refused = await fetch_url(make_ctx(tmp_path, env={}), {"url": f"{web.base}/data.json", "method": "direct"})
+    assert refused.kind == "unavailable" and "127.0.0.1 is loopback" in str(refused.message)

@@ -25,7 +25,6 @@ import msgspec
 import trio
 
 from orchestrator.config.deployment import ModelConfig
-from orchestrator.config.secrets import scrub
 from orchestrator.config.settings import ModelStatus, Settings
 from orchestrator.errors import ConfigError
 
@@ -143,7 +142,7 @@ async def probe_model(
     resolved, notes, problems = resolve_model(model, outcome)
     status = ModelStatus(
         reachable=outcome.models is not None,
-        message=scrub([outcome.describe()], settings.api_key)[0],
+        message=settings.redactor().redact_all([outcome.describe()])[0],
         loading=outcome.loading,
     )
     if outcome.models is not None:
@@ -153,10 +152,10 @@ async def probe_model(
             notes.append(f"WARNING: {problem}")
     if problems:
         if outcome.models is None:
-            raise ModelNotReady(scrub(problems, settings.api_key), status)
-        raise ConfigError(scrub(problems, settings.api_key))
+            raise ModelNotReady(settings.redactor().redact_all(problems), status)
+        raise ConfigError(settings.redactor().redact_all(problems))
     deployment = msgspec.structs.replace(settings.deployment, model=resolved)
-    notes = scrub([outcome.describe(), *notes], settings.api_key)
+    notes = settings.redactor().redact_all([outcome.describe(), *notes])
     return msgspec.structs.replace(
         settings, deployment=deployment, notes=[*settings.notes, *notes], model_status=status
     )
@@ -173,7 +172,7 @@ async def refresh_model(settings: Settings, *, timeout: float = DEFAULT_PROBE_TI
     except ModelNotReady as exc:
         return msgspec.structs.replace(settings, model_status=exc.status)
     except ConfigError as exc:
-        message = "; ".join(scrub(exc.problems, settings.api_key))
+        message = "; ".join(settings.redactor().redact_all(exc.problems))
         return msgspec.structs.replace(settings, model_status=ModelStatus(reachable=True, message=message))
 
 

@@ -1,12 +1,18 @@
-"""Secret lookup: an environment variable first, then Docker secret files, trimmed, empty meaning unset.
+"""Secrets: where they come from, which values count as secret, and keeping them out of sight.
 
-A resolved value is returned to the caller and nowhere else: problems and descriptions name only the
-variable or the file a secret came from, never its content.
+* Lookup: an environment variable first, then Docker secret files, trimmed, empty meaning unset. A
+  resolved value is returned to the caller and nowhere else: problems and descriptions name only the
+  variable or the file a secret came from, never its content.
+* ``tool_environment`` (pure): the environment a tool subprocess gets — the orchestrator's own secrets
+  and every variable whose name looks secret removed, unless ``ORCHESTRATOR_TOOL_ENV_ALLOW`` names it.
+* ``Redactor`` (pure): replaces every known secret value in text with ``<redacted>``; costs one
+  substring scan per value when nothing matches. ``load_redactor`` gathers the values (reads files).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import msgspec
@@ -15,21 +21,51 @@ __all__ = [
     "API_KEY_FILES",
     "API_KEY_VARIABLE",
     "DEFAULT_SECRETS_DIR",
+    "KAGI_KEY_FILES",
+    "KAGI_KEY_VARIABLE",
+    "MIN_SCRUB_LENGTH",
     "REDACTED",
+    "SECRET_FILES",
+    "TOKEN_FILES",
+    "TOKEN_VARIABLE",
+    "TOOL_ENV_ALLOW_VARIABLE",
+    "WORKSPACE_TOKEN_FILE",
+    "Redactor",
     "Secret",
+    "load_redactor",
+    "looks_secret",
     "read_api_key",
     "read_secret",
     "scrub",
+    "secret_values",
+    "tool_environment",
 ]
 
 DEFAULT_SECRETS_DIR = Path("/run/secrets")
 API_KEY_VARIABLE = "ORCHESTRATOR_API_KEY"
 #: Looked up in this order inside the secrets directory, after the environment variable.
 API_KEY_FILES: tuple[str, ...] = ("orchestrator_api_key", "ORCHESTRATOR_API_KEY")
-#: What rendered configuration shows in place of a secret that is set.
+KAGI_KEY_VARIABLE = "ORCHESTRATOR_KAGI_API_KEY"
+KAGI_KEY_FILES: tuple[str, ...] = ("kagi_api_key", "ORCHESTRATOR_KAGI_API_KEY")
+#: The service's access token (the HTTP perimeter reads it; here it is only kept secret).
+TOKEN_VARIABLE = "ORCHESTRATOR_TOKEN"
+TOKEN_FILES: tuple[str, ...] = ("orchestrator_token", "ORCHESTRATOR_TOKEN")
+#: Each orchestrator secret: its variable and its Docker secret file names.
+SECRET_FILES: dict[str, tuple[str, ...]] = {
+    API_KEY_VARIABLE: API_KEY_FILES,
+    KAGI_KEY_VARIABLE: KAGI_KEY_FILES,
+    TOKEN_VARIABLE: TOKEN_FILES,
+}
+#: The per-workspace token file ``serve`` keeps when ``ORCHESTRATOR_TOKEN`` is not set.
+WORKSPACE_TOKEN_FILE = Path(".orchestration") / "token"
+#: Comma-separated names of variables a tool subprocess may keep although their names look secret.
+TOOL_ENV_ALLOW_VARIABLE = "ORCHESTRATOR_TOOL_ENV_ALLOW"
+#: A variable whose name contains one of these (any case) is stripped from a tool's environment.
+_SECRET_NAME = re.compile("KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+#: The one replacement text, in rendered configuration and in redacted text alike.
 REDACTED = "<redacted>"
-#: Shorter values are not scrubbed from text: replacing every "x" would garble messages, and a value
-#: that short protects nothing.
+#: Shorter values are not scrubbed from text: replacing every "x" (or "true") would garble messages,
+#: and a value that short protects nothing.
 MIN_SCRUB_LENGTH = 8
 
 
@@ -78,6 +114,115 @@ def scrub(texts: list[str], secret: str | None) -> list[str]:
     The backstop for values we echo (a mistyped variable, a bad enum value in a file): if an operator
     pastes the key into the wrong place, the message shows where without showing the key.
     """
-    if secret is None or len(secret) < MIN_SCRUB_LENGTH:
-        return list(texts)
-    return [text.replace(secret, REDACTED) for text in texts]
+    return Redactor([secret] if secret else []).redact_all(texts)
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a variable's name marks it secret: it contains KEY, TOKEN, SECRET or PASSWORD (any case)."""
+    return _SECRET_NAME.search(name) is not None
+
+
+def _allow_list(env: Mapping[str, str]) -> frozenset[str]:
+    return frozenset(name.strip() for name in env.get(TOOL_ENV_ALLOW_VARIABLE, "").split(",") if name.strip())
+
+
+def tool_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without the secrets, for a tool subprocess.
+
+    Removed: ``ORCHESTRATOR_API_KEY``, ``ORCHESTRATOR_KAGI_API_KEY``, ``ORCHESTRATOR_TOKEN`` (always), and
+    every variable whose name :func:`looks_secret` unless ``ORCHESTRATOR_TOOL_ENV_ALLOW`` names it exactly.
+    """
+    allowed = _allow_list(env)
+    return {
+        name: value
+        for name, value in env.items()
+        if name not in SECRET_FILES and (name in allowed or not looks_secret(name))
+    }
+
+
+class Redactor:
+    """Replaces each known secret value in text with ``<redacted>``; values shorter than
+    ``MIN_SCRUB_LENGTH`` are ignored. An empty redactor returns its input unchanged at no cost.
+
+    ``needles`` are the UTF-8 bytes to look for in encoded JSON: each value and its JSON-escaped form.
+    """
+
+    __slots__ = ("_pattern", "_values", "needles")
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        kept = sorted({v for v in values if len(v) >= MIN_SCRUB_LENGTH}, key=len, reverse=True)
+        self._values: tuple[str, ...] = tuple(kept)
+        # Longest first, so a secret containing another is replaced whole.
+        self._pattern = re.compile("|".join(re.escape(v) for v in kept)) if kept else None
+        needles = {v.encode() for v in kept} | {msgspec.json.encode(v)[1:-1] for v in kept}
+        self.needles: tuple[bytes, ...] = tuple(needles)
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        """The values replaced, longest first."""
+        return self._values
+
+    def __repr__(self) -> str:
+        return f"Redactor({len(self._values)} values)"
+
+    def redact(self, text: str) -> str:
+        """``text`` with every known secret replaced (the same object when none occurs)."""
+        if self._pattern is None or not any(value in text for value in self._values):
+            return text
+        return self._pattern.sub(REDACTED, text)
+
+    def redact_all(self, texts: Iterable[str]) -> list[str]:
+        return [self.redact(text) for text in texts]
+
+    def found_in(self, data: bytes) -> bool:
+        """Whether encoded JSON ``data`` holds a secret (raw or JSON-escaped): the log writer's fast check."""
+        return any(needle in data for needle in self.needles)
+
+    def redact_value(self, value: object) -> object:
+        """A JSON-like value with every string in it (dict keys too) redacted; other leaves unchanged.
+
+        A msgspec struct is turned into builtins first, so the answer is plain data.
+        """
+        if self._pattern is None:
+            return value
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, msgspec.Struct):
+            value = msgspec.to_builtins(value)
+        if isinstance(value, dict):
+            return {self.redact_value(key): self.redact_value(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.redact_value(item) for item in value]
+        return value
+
+
+def secret_values(
+    env: Mapping[str, str], secrets_dir: Path = DEFAULT_SECRETS_DIR, workspace: Path | None = None
+) -> list[str]:
+    """Every value that must never surface (reads the secret files; a missing or unreadable one adds nothing).
+
+    The three orchestrator secrets from the environment *and* from their secret files (both, so a key
+    mounted as a file and another set in the variable are both kept out), ``<workspace>/.orchestration/token``,
+    and the value of every variable whose name :func:`looks_secret` — allow-listed ones included: a tool
+    may use them, but their values stay out of the log and the model's context.
+    """
+    values = [value.strip() for name, value in env.items() if name in SECRET_FILES or looks_secret(name)]
+    paths = [secrets_dir / name for names in SECRET_FILES.values() for name in names]
+    if workspace is not None:
+        paths.append(workspace / WORKSPACE_TOKEN_FILE)
+    for path in paths:
+        try:
+            values.append(path.read_text(encoding="utf-8").strip())
+        except (OSError, UnicodeDecodeError):
+            continue
+    return [value for value in values if value]
+
+
+def load_redactor(
+    env: Mapping[str, str], secrets_dir: Path = DEFAULT_SECRETS_DIR, workspace: Path | None = None
+) -> Redactor:
+    """A :class:`Redactor` over :func:`secret_values`."""
+    return Redactor(secret_values(env, secrets_dir, workspace))

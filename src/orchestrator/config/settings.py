@@ -23,7 +23,7 @@ from orchestrator.config.deployment import (
 from orchestrator.config.guild import GUILD_FILE, Guild, read_guild
 from orchestrator.config.mcpservers import McpResolved, reference_problems, resolve_server_secrets
 from orchestrator.config.overrides import apply_overrides, parse_overrides
-from orchestrator.config.secrets import DEFAULT_SECRETS_DIR, REDACTED, read_api_key, scrub
+from orchestrator.config.secrets import DEFAULT_SECRETS_DIR, REDACTED, Redactor, read_api_key, secret_values
 from orchestrator.defaults import packaged_path
 from orchestrator.errors import ConfigError
 from orchestrator.schema import Base
@@ -65,7 +65,11 @@ class ModelStatus(Base):
 
 
 class Settings(Base):
-    """Everything startup resolved. ``api_key`` is the secret itself; it never appears in ``repr``."""
+    """Everything startup resolved. ``api_key`` is the secret itself; it never appears in ``repr``.
+
+    ``secret_values`` are every secret known at load time (``config.secrets.secret_values``: the API
+    key, the Kagi key, the token, secret-looking variables); rendering and the engine redact them.
+    """
 
     deployment: Deployment
     guild: Guild
@@ -80,6 +84,11 @@ class Settings(Base):
     deployment_source: str | None = None
     #: The last model probe's finding; ``None`` when the model was not probed (``check --no-probe``).
     model_status: ModelStatus | None = None
+    secret_values: tuple[str, ...] = ()
+
+    def redactor(self) -> Redactor:
+        """A redactor over the API key and every other secret known at load time."""
+        return Redactor([*self.secret_values, *([self.api_key] if self.api_key else [])])
 
     def __repr__(self) -> str:
         key = REDACTED if self.api_key is not None else None
@@ -185,7 +194,8 @@ def load_settings(
     again, with every finding about an overridden field naming the variable.
 
     Raises: ``ConfigError`` whose ``problems`` lists every finding, each naming the file and key path or
-    the environment variable. Problems and notes are scrubbed of the API key.
+    the environment variable. Problems and notes are scrubbed of every known secret (the API key, the
+    Kagi key, the token, secret-looking variables), so a key pasted into the wrong variable stays hidden.
     """
     problems: list[str] = []
     notes: list[str] = []
@@ -225,8 +235,11 @@ def load_settings(
         mcp_resolved, mcp_problems = resolve_server_secrets(merged.mcp_servers, env, secrets_dir)
         problems.extend(f"{deployment_file}: {problem}" for problem in mcp_problems)
     api_key = secret.value if secret else None
+    mcp_secrets = [value for resolved in mcp_resolved.values() for value in resolved.secrets]
+    known = (*secret_values(env, secrets_dir), *mcp_secrets)
+    redactor = Redactor([*known, *([api_key] if api_key else [])])
     if problems or merged is None or guild is None:
-        raise ConfigError(scrub(problems, api_key))
+        raise ConfigError(redactor.redact_all(problems))
     notes.append(f"model API key: set (from {secret.source})" if secret else "model API key: not set")
     return Settings(
         deployment=merged,
@@ -235,7 +248,8 @@ def load_settings(
         deployment_file=deployment_file,
         api_key=api_key,
         mcp_resolved=mcp_resolved,
-        notes=scrub(notes, api_key),
+        notes=redactor.redact_all(notes),
+        secret_values=known,
     )
 
 
@@ -279,7 +293,7 @@ def render_settings(settings: Settings) -> dict[str, Any]:
     """The resolved configuration as a JSON-able dict (camelCase keys), with the API key redacted.
 
     Unlike the file, every field is present: defaults are filled in and unset optionals are ``None``.
-    The API key shows as ``"<redacted>"`` when set and is scrubbed from every other string.
+    The API key shows as ``"<redacted>"`` when set; every known secret is scrubbed from every other string.
     """
     deployment = settings.deployment
     model = deployment.model
@@ -351,18 +365,8 @@ def render_settings(settings: Settings) -> dict[str, Any]:
         "visualization": guild.visualization,
         "notes": list(settings.notes),
     }
-    return cast("dict[str, Any]", _scrubbed(rendered, settings.api_key))
-
-
-def _scrubbed(value: Any, secret: str | None) -> Any:
-    """``value`` with the secret scrubbed from every string in it (the secret echoed as, say, a name)."""
-    if isinstance(value, str):
-        return scrub([value], secret)[0]
-    if isinstance(value, dict):
-        return {key: _scrubbed(item, secret) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_scrubbed(item, secret) for item in value]
-    return value
+    # A secret echoed as, say, a model name or a role description is scrubbed too.
+    return cast("dict[str, Any]", settings.redactor().redact_value(rendered))
 
 
 def _builtins(struct: msgspec.Struct) -> dict[str, Any]:

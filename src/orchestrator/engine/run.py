@@ -20,6 +20,7 @@ import msgspec
 import trio
 
 from orchestrator.config import Settings
+from orchestrator.config.secrets import Redactor
 from orchestrator.engine import events as ev
 from orchestrator.engine.checkpoint import Checkpointer
 from orchestrator.engine.context import effective_budget
@@ -85,8 +86,11 @@ class Run:
         checkpointer: Checkpointer | None = None,
         interrupts: InterruptQueue | None = None,
         human: HumanBackend | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.settings = settings
+        #: The secret values tool results are scrubbed of (``engine/toolcalls.py``).
+        self.redactor = redactor or Redactor()
         self.workspace = workspace
         self.state = state
         self.log = log

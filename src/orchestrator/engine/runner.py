@@ -8,12 +8,14 @@ terminal meta and delete the checkpoint. Cancellation (shutdown) propagates and 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from orchestrator.config import Settings
+from orchestrator.config.secrets import Redactor, secret_values
 from orchestrator.engine.checkpoint import Checkpointer, delete_checkpoint
 from orchestrator.engine.human import HumanBackend
 from orchestrator.engine.interrupts import InterruptQueue
@@ -84,6 +86,9 @@ class RunServices:
     on_run: Callable[[Run], None] | None = None
     #: Queue-dispatched runs park an early ``ask_human`` instead of waiting (see docs/queueing.md).
     queue_tracked: bool = False
+    #: The secret values kept out of the log and the conversation; ``None``: gathered at run start from
+    #: this process's environment, ``/run/secrets``, the workspace token file and the settings.
+    redactor: Redactor | None = None
 
 
 class InvalidContinuation(ValueError):
@@ -119,6 +124,12 @@ def _tools(services: RunServices) -> dict[str, NativeTool]:
     return dict(services.native_tools) if services.native_tools is not None else default_native_tools()
 
 
+def _redactor(settings: Settings, workspace: Path, services: RunServices) -> Redactor:
+    if services.redactor is not None:
+        return services.redactor
+    return Redactor([*secret_values(os.environ, workspace=workspace), *settings.redactor().values])
+
+
 async def _drive(
     settings: Settings,
     workspace: Path,
@@ -131,8 +142,9 @@ async def _drive(
     """Open the log and the model client, run (``task``) or resume (``None``) to the entry card."""
     model = settings.deployment.model
     level: LogLevel = "standard" if state.log_level == "standard" else "full"
+    redactor = _redactor(settings, workspace, services)
     try:
-        with RunLog(run_dir / "log.jsonl", level) as log:
+        with RunLog(run_dir / "log.jsonl", level, redactor) as log:
             log.listeners.extend(services.log_listeners)
             async with (
                 LlmClient(model.api_base, api_key=settings.api_key, timeouts=services.timeouts) as llm,
@@ -151,6 +163,7 @@ async def _drive(
                     checkpointer=checkpointer,
                     interrupts=services.interrupts,
                     human=services.human,
+                    redactor=redactor,
                 )
                 run.queue_tracked = services.queue_tracked
                 if services.on_run is not None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
+from msgspec import UnsetType
 
 from orchestrator.engine import events as ev
 from orchestrator.engine.builtins import ContextView, context_info, edit_context, validate_finish
@@ -102,9 +103,23 @@ class ToolCalls:
         log = self._run.log
         log.emit(ev.tool_call(frame, name, call.function.arguments))
         outcome, conversation_text = await self._dispatch(frame, pending, call)
-        log.emit(ev.tool_result(frame, name, outcome.result))
-        text = conversation_text if conversation_text is not None else encode_json(outcome.result)
+        # The secret boundary: what a tool returns (output, error message, details) is redacted before
+        # the log or the conversation (hence the next model request and the checkpoint) sees it.
+        result = self._redacted(outcome.result)
+        log.emit(ev.tool_result(frame, name, result))
+        if conversation_text is not None:
+            conversation_text = self._run.redactor.redact(conversation_text)
+        text = conversation_text if conversation_text is not None else encode_json(result)
         return self.for_conversation(text), outcome.terminate
+
+    def _redacted(self, result: ToolResult) -> ToolResult:
+        """``result`` with every known secret value replaced by ``<redacted>`` (itself when none occurs)."""
+        redactor = self._run.redactor
+        if not redactor or not redactor.found_in(_encoder.encode(result)):
+            return result
+        message = result.message if isinstance(result.message, UnsetType) else redactor.redact(result.message)
+        data, details = redactor.redact_value(result.data), redactor.redact_value(result.details)
+        return ToolResult(kind=result.kind, data=data, message=message, details=details)
 
     async def _dispatch(self, frame: RoleFrame, pending: PendingTurn, call: ToolCall) -> tuple[ToolOutcome, str | None]:
         run = self._run

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import trio
 
+from orchestrator.config.secrets import tool_environment
 from orchestrator.foundry.evalspec import ValidationSpec
 
 __all__ = ["OUTPUT_CAP", "CommandResult", "Verdict", "decide", "missing_files", "run_command", "validate_workspace"]
@@ -108,6 +109,9 @@ async def run_command(
 ) -> CommandResult:
     """``sh -c command`` in ``cwd`` with stdin closed, in a new session (its own process group).
 
+    The environment is ``env`` (default: this process's) with the secrets stripped
+    (``config.secrets.tool_environment``): a benchmark's command is workspace code like any tool's.
+
     On timeout the whole group is killed and the result says ``timed_out``. When the shell exits, any
     straggler it left in its group is killed too, so the output pipes close and nothing outlives the
     validation. Raises ``OSError`` when the shell cannot be started.
@@ -116,7 +120,7 @@ async def run_command(
     process = await trio.lowlevel.open_process(
         ["sh", "-c", command],
         cwd=str(cwd),
-        env=dict(env) if env is not None else None,
+        env=tool_environment(os.environ if env is None else env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -1,7 +1,10 @@
 """Append-only ``log.jsonl`` writer with the logging-level filter wrapped around the append.
 
 One reused msgspec encoder, one ``os.write`` of a whole line per event on an ``O_APPEND`` descriptor, so
-a crash leaves at most one torn final line (readers skip it) and never interleaves two events.
+a crash leaves at most one torn final line (readers skip it) and never interleaves two events. A
+``Redactor`` is the second line of secret-keeping: an encoded line that holds a known secret value is
+rewritten with ``<redacted>`` before it is written or shown to a listener (the engine already redacts
+tool output where it enters the conversation; this catches a secret from anywhere else, such as a task).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Literal
 import msgspec
 from msgspec import UNSET
 
+from orchestrator.config.secrets import Redactor
 from orchestrator.runlog.events import LlmCall, RunEvent, ToolResultEvent
 
 __all__ = ["LogLevel", "RunLog", "apply_level", "utc_timestamp"]
@@ -52,9 +56,10 @@ class RunLog:
     (after the level filter) — used by the service for live views; a listener must not raise.
     """
 
-    def __init__(self, path: Path, level: LogLevel = "full") -> None:
+    def __init__(self, path: Path, level: LogLevel = "full", redactor: Redactor | None = None) -> None:
         self.path = path
         self.level: LogLevel = level
+        self.redactor = redactor or Redactor()
         self._encoder = msgspec.json.Encoder()
         self._buffer = bytearray(4096)
         self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -72,6 +77,8 @@ class RunLog:
     def emit(self, event: RunEvent) -> None:
         event = apply_level(event, self.level)
         self._encoder.encode_into(event, self._buffer)
+        if self.redactor.found_in(self._buffer):
+            event = self._redacted(event)
         self._buffer.extend(b"\n")
         with memoryview(self._buffer) as line:
             written = 0
@@ -80,6 +87,14 @@ class RunLog:
         self.count += 1
         for listener in self.listeners:
             listener(event)
+
+    def _redacted(self, event: RunEvent) -> RunEvent:
+        """The event with every secret in its strings replaced (rare path: a secret was found); the
+        buffer holds its encoding."""
+        plain = self.redactor.redact_value(msgspec.json.decode(self._buffer))
+        clean = msgspec.json.decode(self._encoder.encode(plain), type=type(event))
+        self._encoder.encode_into(clean, self._buffer)
+        return clean
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -22,6 +22,7 @@ from hypercorn.trio import serve
 
 from orchestrator.config import Settings, load_config, locate_config, probe_model
 from orchestrator.config.probe import ModelNotReady
+from orchestrator.config.secrets import load_redactor
 from orchestrator.errors import ConfigError
 from orchestrator.fsutil import atomic_write
 from orchestrator.lifecycle import wind_down_seconds
@@ -228,10 +229,11 @@ async def serve_main(
         except ConfigError as exc:
             for note in paths.notes():
                 print(f"orchestrator: {note}", file=sys.stderr)
-            for problem in exc.problems:
+            problems = load_redactor(env, workspace=workspace).redact_all(exc.problems)  # a key in a wrong variable
+            for problem in problems:
                 print(f"orchestrator: invalid configuration: {problem}", file=sys.stderr)
             # the error page takes no action and shows no run data: Host/Origin checks and headers, no token
-            app = create_error_app(exc.problems, title)
+            app = create_error_app(problems, title)
             app.asgi_app = Perimeter(app.asgi_app, policy_from_env(None, host, env), inline_styles=True)  # type: ignore[method-assign]
             async with trio.open_nursery() as nursery:
                 trigger = signals.__anext__

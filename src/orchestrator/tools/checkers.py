@@ -1,6 +1,7 @@
 """``typecheck`` and ``test``: one tool under two names, a bounded batch of ``sh -c`` commands.
 
-Each command runs in the workspace root through ``shell.run_process`` (the run_shell spawn path),
+Each command runs in the workspace root through ``shell.run_process`` (the run_shell spawn path, so
+with the same secret-stripped environment),
 one after the other, under a per-command timeout: the executor's default tool timeout, lowered (never
 raised) by ``timeoutSeconds``. Success is ``[{command, exitCode, stdout, stderr}]``; a non-zero exit
 is a normal result. The first timeout or spawn failure ends the batch:
@@ -24,7 +25,7 @@ import trio
 
 from orchestrator.runlog.events import ToolResult
 from orchestrator.tools.base import ToolContext, failure, success
-from orchestrator.tools.shell import ProcessRun, run_process
+from orchestrator.tools.shell import ProcessRun, run_process, tool_env
 
 __all__ = ["CHECK_STREAM_CAP", "MAX_COMMANDS", "per_command_timeout", "run_checks"]
 
@@ -100,7 +101,9 @@ async def run_checks(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
     for number, command in enumerate(commands, start=1):
         deadline, budget_cut = _deadline(timeout)
         try:
-            ran: ProcessRun = await run_process(command, cwd, deadline=deadline, cap=CHECK_STREAM_CAP)
+            ran: ProcessRun = await run_process(
+                command, cwd, deadline=deadline, cap=CHECK_STREAM_CAP, env=tool_env(ctx)
+            )
         except OSError as exc:
             message = f"command {number} of {total} could not be started: {_name(command)} ({exc.strerror or exc})"
             return failure("unavailable", message, done)

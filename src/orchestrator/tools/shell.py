@@ -2,7 +2,9 @@
 
 ``run_shell`` and the checker tools (``typecheck``, ``test``) both go through ``run_process``.
 Cancellation (the tool timeout, a plan modification, shutdown) kills the whole process group before
-the cancellation propagates, so no stray child outlives its call.
+the cancellation propagates, so no stray child outlives its call. The command's environment is the
+process's own with the secrets stripped (``config.secrets.tool_environment``); its output is redacted
+by the engine where it enters the conversation.
 """
 
 from __future__ import annotations
@@ -11,15 +13,17 @@ import math
 import os
 import signal
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
+from orchestrator.config.secrets import tool_environment
 from orchestrator.runlog.events import ToolResult
 from orchestrator.tools.base import ToolContext, failure, success
 
-__all__ = ["STREAM_CAP", "Capture", "ProcessRun", "run_command", "run_process", "run_shell"]
+__all__ = ["STREAM_CAP", "Capture", "ProcessRun", "run_command", "run_process", "run_shell", "tool_env"]
 
 #: Per-stream capture cap for run_shell; the engine's maxToolOutputChars applies on top of it.
 STREAM_CAP = 64_000
@@ -110,8 +114,17 @@ async def _kill_and_reap(process: trio.Process) -> None:
         await process.wait()
 
 
-async def run_process(command: str, cwd: str, *, deadline: float = math.inf, cap: int = STREAM_CAP) -> ProcessRun:
+async def run_process(
+    command: str,
+    cwd: str,
+    *,
+    deadline: float = math.inf,
+    cap: int = STREAM_CAP,
+    env: Mapping[str, str] | None = None,
+) -> ProcessRun:
     """Run ``sh -c command`` in ``cwd`` until it ends or ``deadline`` (trio clock) passes.
+
+    The environment is ``env`` (default: this process's) with the secrets stripped, always.
 
     At the deadline the process group is killed and the run comes back ``timed_out`` with the output
     captured so far and ``exit_code=None``. Each stream keeps at most ``cap`` bytes (head and tail).
@@ -121,6 +134,7 @@ async def run_process(command: str, cwd: str, *, deadline: float = math.inf, cap
     process = await trio.lowlevel.open_process(
         ["sh", "-c", command],
         cwd=cwd,
+        env=tool_environment(os.environ if env is None else env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -154,19 +168,26 @@ async def run_process(command: str, cwd: str, *, deadline: float = math.inf, cap
     )
 
 
-async def run_command(command: str, cwd: str) -> dict[str, Any]:
+async def run_command(command: str, cwd: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Run ``sh -c command`` to completion; returns ``{command, exitCode, stdout, stderr}``.
 
     ``exitCode`` is ``None`` when a signal ended the process. Raises ``OSError`` when it cannot start.
     Cancellation: kills the process group, reaps it (shielded, bounded), then propagates.
     """
-    return (await run_process(command, cwd)).entry()
+    return (await run_process(command, cwd, env=env)).entry()
+
+
+def tool_env(ctx: ToolContext) -> Mapping[str, str] | None:
+    """The environment a tool's subprocess starts from: ``ctx.extra["env"]`` (tests), else ``None``
+    (this process's); either way ``run_process`` strips the secrets."""
+    env = ctx.extra.get("env")
+    return env if isinstance(env, Mapping) else None
 
 
 async def run_shell(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
     """One command under the engine's tool timeout (which kills the group when it fires)."""
     command = arguments["command"]
     try:
-        return success(await run_command(command, str(ctx.workspace)))
+        return success(await run_command(command, str(ctx.workspace), tool_env(ctx)))
     except OSError as exc:
         return failure("unavailable", f"could not start the command: {exc}", {"command": command})

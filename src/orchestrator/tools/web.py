@@ -5,11 +5,14 @@ Backends and their base URLs (overridable, so tests talk to loopback servers onl
 * Kagi (``ORCHESTRATOR_KAGI_BASE_URL``, default ``https://kagi.com/api/v1``): ``POST /search`` for
   web_search, ``POST /extract`` for the ``kagi`` fetch backend. Key: ``ORCHESTRATOR_KAGI_API_KEY``,
   else the Docker secret ``/run/secrets/kagi_api_key`` (then ``ORCHESTRATOR_KAGI_API_KEY`` there).
-* markdown.new (``ORCHESTRATOR_MARKDOWN_NEW_BASE_URL``, default ``https://markdown.new``): ``POST /``.
-* direct: a plain GET of the URL itself.
+* markdown.new (``ORCHESTRATOR_MARKDOWN_NEW_BASE_URL``, e.g. ``https://markdown.new``): ``POST /``.
+  Used only when that variable is set: a third-party converter sees every URL it is given.
+* direct: a plain GET of the URL itself, public addresses only (``tools/netguard.py``), unless
+  ``ORCHESTRATOR_FETCH_ALLOW_PRIVATE=1``.
 
 Every failure is an ``unavailable`` result with the reason; the key never appears in one.
-``ctx.extra["env"]`` / ``ctx.extra["secrets_dir"]`` replace ``os.environ`` / ``/run/secrets``.
+``ctx.extra["env"]`` / ``ctx.extra["secrets_dir"]`` replace ``os.environ`` / ``/run/secrets``;
+``ctx.extra["fetch_exempt_addresses"]`` lists addresses the direct fetch may reach anyway (tests).
 """
 
 from __future__ import annotations
@@ -17,17 +20,18 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
 import trio
 
-from orchestrator.config.secrets import DEFAULT_SECRETS_DIR, read_secret
+from orchestrator.config.secrets import DEFAULT_SECRETS_DIR, KAGI_KEY_FILES, KAGI_KEY_VARIABLE, read_secret
 from orchestrator.runlog.events import ToolResult
 from orchestrator.tools.base import ToolContext, ToolError, failure, success
 from orchestrator.tools.htmlmd import html_to_markdown
+from orchestrator.tools.netguard import ALLOW_PRIVATE_VARIABLE, AddressRefused, guarded_client
 
 __all__ = [
     "KAGI_BASE_VARIABLE",
@@ -38,12 +42,9 @@ __all__ = [
     "web_search",
 ]
 
-KAGI_KEY_VARIABLE = "ORCHESTRATOR_KAGI_API_KEY"
-KAGI_KEY_FILES: tuple[str, ...] = ("kagi_api_key", "ORCHESTRATOR_KAGI_API_KEY")
 KAGI_BASE_VARIABLE = "ORCHESTRATOR_KAGI_BASE_URL"
 MARKDOWN_NEW_BASE_VARIABLE = "ORCHESTRATOR_MARKDOWN_NEW_BASE_URL"
 _KAGI_DEFAULT = "https://kagi.com/api/v1"
-_MARKDOWN_NEW_DEFAULT = "https://markdown.new"
 
 #: Bytes read from any one response; content returned to the model is cut at CONTENT_CAP characters.
 DOWNLOAD_CAP = 2_000_000
@@ -58,6 +59,11 @@ _NO_KEY = (
     "{tool} needs a Kagi API key: set ORCHESTRATOR_KAGI_API_KEY or mount it as the Docker secret "
     "/run/secrets/kagi_api_key. Without it, work from known URLs with fetch_url (method auto or direct)."
 )
+_NO_MARKDOWN_NEW = (
+    "fetch_url with method markdown_new needs the converter configured: the operator sets "
+    "ORCHESTRATOR_MARKDOWN_NEW_BASE_URL (e.g. https://markdown.new). Use method auto or direct meanwhile."
+)
+_REDIRECTS = 5
 
 
 class _BackendFailed(Exception):
@@ -94,9 +100,22 @@ def _client(seconds: float) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         timeout=httpx.Timeout(seconds),
         follow_redirects=True,
-        max_redirects=5,
+        max_redirects=_REDIRECTS,
         headers={"User-Agent": _USER_AGENT},
     )
+
+
+def _direct_client(ctx: ToolContext) -> Callable[[float], httpx.AsyncClient]:
+    """The direct fetch's client: public addresses only, unless ``ORCHESTRATOR_FETCH_ALLOW_PRIVATE=1``."""
+    if _env(ctx).get(ALLOW_PRIVATE_VARIABLE, "").strip() == "1":
+        return _client
+    exempt = [str(a) for a in ctx.extra.get("fetch_exempt_addresses", ())]
+    return lambda seconds: guarded_client(seconds, {"User-Agent": _USER_AGENT}, _REDIRECTS, exempt)
+
+
+def _markdown_new_base(ctx: ToolContext) -> str | None:
+    """markdown.new's base URL, or ``None``: the converter is used only when the operator configures it."""
+    return _env(ctx).get(MARKDOWN_NEW_BASE_VARIABLE, "").strip().rstrip("/") or None
 
 
 async def _bounded(response: httpx.Response) -> tuple[bytes, bool]:
@@ -109,13 +128,17 @@ async def _bounded(response: httpx.Response) -> tuple[bytes, bool]:
     return bytes(body), False
 
 
-async def _request(method: str, url: str, seconds: float, **kwargs: Any) -> tuple[httpx.Response, bytes, bool]:
+async def _request(
+    method: str, url: str, seconds: float, client: Callable[[float], httpx.AsyncClient] = _client, **kwargs: Any
+) -> tuple[httpx.Response, bytes, bool]:
     """One bounded request: ``(response, body, cut)``; raises ``_BackendFailed`` with the reason."""
     with trio.move_on_after(seconds) as attempt:
         try:
-            async with _client(seconds) as client, client.stream(method, url, **kwargs) as response:
+            async with client(seconds) as session, session.stream(method, url, **kwargs) as response:
                 body, cut = await _bounded(response)
                 return response, body, cut
+        except AddressRefused as exc:
+            raise _BackendFailed(str(exc)) from None
         except httpx.TooManyRedirects:
             raise _BackendFailed("too many redirects") from None
         except httpx.TimeoutException:
@@ -172,7 +195,7 @@ async def _kagi_extract(ctx: ToolContext, url: str, key: str, seconds: float) ->
 
 
 async def _markdown_new(ctx: ToolContext, url: str, seconds: float) -> dict[str, Any]:
-    endpoint = _base(ctx, MARKDOWN_NEW_BASE_VARIABLE, _MARKDOWN_NEW_DEFAULT) + "/"
+    endpoint = f"{_markdown_new_base(ctx)}/"
     headers = {"Accept": "application/json, text/markdown"}
     response, body, cut = await _request("POST", endpoint, seconds, json={"url": url}, headers=headers)
     _status(response, "markdown.new")
@@ -189,8 +212,8 @@ async def _markdown_new(ctx: ToolContext, url: str, seconds: float) -> dict[str,
     return _page(url, "markdown_new", content, "text/markdown", cut)
 
 
-async def _direct(url: str, seconds: float, *, convert: bool) -> dict[str, Any]:
-    response, body, cut = await _request("GET", url, seconds)
+async def _direct(ctx: ToolContext, url: str, seconds: float, *, convert: bool) -> dict[str, Any]:
+    response, body, cut = await _request("GET", url, seconds, _direct_client(ctx))
     _status(response, "the server")
     content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
     textual = not content_type or any(marker in content_type for marker in _TEXTUAL)
@@ -217,9 +240,10 @@ def _checked_url(raw: object) -> str:
 async def fetch_url(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
     """``{url, method?}`` → ``{url, method, contentType, content, truncated[, fallbacks]}``.
 
-    ``auto`` (default): Kagi Extract when a key is configured, then markdown.new, then a direct GET
-    (HTML converted to Markdown locally). ``direct``: the raw document, unconverted. ``kagi`` /
-    ``markdown_new``: that backend only. All failures → ``unavailable`` with each backend's reason.
+    ``auto`` (default): Kagi Extract when a key is configured, then markdown.new when configured, then a
+    direct GET (HTML converted to Markdown locally). ``direct``: the raw document, unconverted. ``kagi``
+    / ``markdown_new``: that backend only (``unavailable`` when not configured). All failures →
+    ``unavailable`` with each backend's reason.
     """
     method = arguments.get("method", "auto")
     try:
@@ -229,13 +253,16 @@ async def fetch_url(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
         key = kagi_key(ctx) if method in ("auto", "kagi") else None
         if method == "kagi" and key is None:
             raise ToolError("unavailable", _NO_KEY.format(tool="fetch_url with method kagi"))
+        if method == "markdown_new" and _markdown_new_base(ctx) is None:
+            raise ToolError("unavailable", _NO_MARKDOWN_NEW)
     except ToolError as exc:
         return exc.result()
     reasons: list[str] = []
     plan: list[tuple[str, float]] = []
     if method == "auto":
         plan = [("kagi", 0.35)] if key is not None else []
-        plan += [("markdown_new", 0.45), ("direct", 0.9)]
+        plan += [("markdown_new", 0.45)] if _markdown_new_base(ctx) is not None else []
+        plan += [("direct", 0.9)]
     else:
         plan = [(method, 0.9)]
     for backend, share in plan:
@@ -247,7 +274,7 @@ async def fetch_url(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
             elif backend == "markdown_new":
                 page = await _markdown_new(ctx, url, seconds)
             else:
-                page = await _direct(url, seconds, convert=method == "auto")
+                page = await _direct(ctx, url, seconds, convert=method == "auto")
         except _BackendFailed as exc:
             reasons.append(f"{backend}: {exc}")
             continue
