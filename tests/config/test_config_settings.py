@@ -304,3 +304,28 @@ def test_public_api_names() -> None:
     assert expected <= set(config.__all__)
     for name in config.__all__:
         assert getattr(config, name) is not None
+
+
+def test_the_kagi_key_in_a_wrong_variable_is_never_echoed(load: Load, secrets_dir: Path) -> None:
+    kagi = "kagi-live-0123456789"
+    problems = _problems(load, {"ORCHESTRATOR_KAGI_API_KEY": kagi, "ORCHESTRATOR_MAX_AGENT_DEPTH": kagi})
+    assert problems == [
+        "ORCHESTRATOR_MAX_AGENT_DEPTH: executor.maxAgentDepth must be a positive integer written as plain digits "
+        "(got '<redacted>')"
+    ]
+    # The same from its secret file, from the token, and from any secret-looking variable.
+    (secrets_dir / "kagi_api_key").write_text(f"{kagi}\n")
+    env = {
+        "ORCHESTRATOR_TOKEN": "service-token-abc",
+        "DEPLOY_PASSWORD": "pa55word-xyz",
+        "ORCHESTRATOR_MAX_TOKENS": kagi,
+        "ORCHESTRATOR_TEMPERATURE": "service-token-abc",
+        "ORCHESTRATOR_MODEL_CONTEXT_WINDOW": "pa55word-xyz",
+    }
+    problems = _problems(load, env)
+    assert len(problems) == 3 and all("'<redacted>'" in p for p in problems)
+    assert not any(secret in p for p in problems for secret in (kagi, "service-token-abc", "pa55word-xyz"))
+    settings = load({"ORCHESTRATOR_MODEL": kagi})
+    rendered = json.dumps(render_settings(settings))
+    assert kagi not in rendered and kagi not in " ".join(settings.notes) and kagi not in repr(settings)
+    assert render_settings(settings)["model"]["name"] == "<redacted>"

@@ -92,7 +92,7 @@ class Settings(Base):
 
     def __repr__(self) -> str:
         key = REDACTED if self.api_key is not None else None
-        return (
+        return self.redactor().redact(
             f"Settings(guild_dir={self.guild_dir!r}, deployment_file={self.deployment_file!r}, "
             f"api_key={key!r}, deployment={self.deployment!r}, notes={self.notes!r})"
         )
