@@ -106,7 +106,7 @@ class ToolCalls:
         # The secret boundary: what a tool returns (output, error message, details) is redacted before
         # the log or the conversation (hence the next model request and the checkpoint) sees it.
         result = self._redacted(outcome.result)
-        log.emit(ev.tool_result(frame, name, result))
+        log.emit(ev.tool_result(frame, name, result), redacted=True)
         if conversation_text is not None:
             conversation_text = self._run.redactor.redact(conversation_text)
         text = conversation_text if conversation_text is not None else encode_json(result)

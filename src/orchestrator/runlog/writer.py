@@ -74,10 +74,12 @@ class RunLog:
         if size and os.pread(self._fd, 1, size - 1) != b"\n":
             os.write(self._fd, b"\n")
 
-    def emit(self, event: RunEvent) -> None:
+    def emit(self, event: RunEvent, *, redacted: bool = False) -> None:
+        """Append one event. ``redacted``: the caller already ran this event's content through the same
+        redactor (the engine's tool-result boundary), so the scan is skipped."""
         event = apply_level(event, self.level)
         self._encoder.encode_into(event, self._buffer)
-        if self.redactor.found_in(self._buffer):
+        if not redacted and self.redactor.found_in(self._buffer):
             event = self._redacted(event)
         self._buffer.extend(b"\n")
         with memoryview(self._buffer) as line:
