@@ -145,3 +145,10 @@ async def test_validate_workspace(tmp_path: Path) -> None:
     bad = ValidationSpec(command="cat nothing.txt", expected_files=("nothing.txt",))
     verdict = await validate_workspace(bad, tmp_path)
     assert verdict.reasons == ["expected file nothing.txt does not exist", "the command exited with 1, expected 0"]
+
+
+async def test_the_validation_command_runs_without_the_secrets(tmp_path: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "ORCHESTRATOR_KAGI_API_KEY": "kagi-4567", "AWS_SECRET_ACCESS_KEY": "abc12345"}
+    result = await run_command("env", tmp_path, 10, env)
+    assert "PATH=" in result.stdout
+    assert "ORCHESTRATOR_KAGI_API_KEY" not in result.stdout and "AWS_SECRET_ACCESS_KEY" not in result.stdout

@@ -141,3 +141,10 @@ async def test_cancellation_kills_the_process_group(tmp_path: Path) -> None:
         while _running(sleeper):  # noqa: ASYNC110 - polling /proc; no event exists to wait on
             await trio.sleep(0.01)
     assert not _running(sleeper)
+
+
+async def test_checker_commands_run_without_the_secrets(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "ORCHESTRATOR_API_KEY": "sk-model-key-123", "CI_TOKEN": "ci-token-abcdef"}
+    result = await run_checks(make_ctx(tmp_path, env=env), {"commands": ["env"]})
+    stdout = result.data[0]["stdout"]
+    assert "PATH=" in stdout and "ORCHESTRATOR_API_KEY" not in stdout and "CI_TOKEN" not in stdout

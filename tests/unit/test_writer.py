@@ -221,3 +221,33 @@ def test_a_log_torn_by_a_kill_is_sealed_before_the_next_event(tmp_path: Path) ->
         log.emit(EffortSet(timestamp="t2", payload=EffortSetPayload(effort="thorough")))
     events = read_events(path)
     assert [e["payload"]["effort"] for e in events] == ["quick", "thorough"]
+
+
+def test_a_secret_in_any_event_is_redacted_before_it_is_written_or_heard(tmp_path: Path) -> None:
+    """The writer's second line: a known value in an event's strings (escaped in JSON or not) is
+    replaced, the line stays valid JSON of the same event type, and listeners get the clean event."""
+    from orchestrator.config.secrets import Redactor
+
+    secret = 'sk-"quoted"\\key'
+    heard: list[RunEvent] = []
+    with RunLog(tmp_path / "log.jsonl", redactor=Redactor([secret, "plain-secret-99"])) as log:
+        log.listeners.append(heard.append)
+        log.emit(ev.tool_call(FRAME, "run_shell", f'{{"command": "echo plain-secret-99 {secret}"}}'))
+        log.emit(ev.tool_result(FRAME, "run_shell", ToolResult(kind="success", data={secret: [secret, 1]})))
+        log.emit(ev.tool_result(FRAME, "run_shell", ToolResult(kind="success", data="nothing here")))
+    raw = (tmp_path / "log.jsonl").read_text()
+    assert "plain-secret-99" not in raw and "quoted" not in raw
+    events = read_events(tmp_path / "log.jsonl")
+    assert events[0]["payload"]["arguments"] == '{"command": "echo <redacted> <redacted>"}'
+    assert events[1]["payload"]["result"]["data"] == {"<redacted>": ["<redacted>", 1]}
+    assert events[2]["payload"]["result"]["data"] == "nothing here"
+    assert [type(e) for e in heard] == [type(ev.tool_call(FRAME, "x", "")), *[type(heard[1])] * 2]
+    assert "plain-secret-99" not in msgspec.json.encode(heard).decode()
+
+
+def test_an_event_the_caller_already_redacted_is_not_scanned_again(tmp_path: Path) -> None:
+    from orchestrator.config.secrets import Redactor
+
+    with RunLog(tmp_path / "log.jsonl", redactor=Redactor(["plain-secret-99"])) as log:
+        log.emit(ev.tool_result(FRAME, "t", ToolResult(kind="success", data="plain-secret-99")), redacted=True)
+    assert "plain-secret-99" in (tmp_path / "log.jsonl").read_text()  # the caller's promise is trusted
