@@ -87,6 +87,25 @@ async def test_check_prints_the_resolved_configuration_without_secrets(tmp_path:
     assert "sekrit-value" not in json.dumps(rendered)
 
 
+async def test_check_never_echoes_the_kagi_key_placed_in_a_wrong_variable(tmp_path: Path) -> None:
+    kagi = "kagi-cli-key-0123456789"
+    config = _config(tmp_path, "http://127.0.0.1:9/v1")
+    cases = [  # found by the settings load; found later by another module (the stall bounds)
+        ({"ORCHESTRATOR_MAX_AGENT_DEPTH": kagi}, ["check", *config, "--no-probe"], "executor.maxAgentDepth"),
+        ({"ORCHESTRATOR_STALL_IDLE_SECONDS": kagi}, ["run", "--workspace", str(tmp_path), *config, "task"], "STALL"),
+    ]
+    for extra, args, named in cases:
+        done = await _orchestrator(*args, env={"ORCHESTRATOR_KAGI_API_KEY": kagi, **extra})
+        assert done.returncode == 2, done.stderr.decode()
+        assert named.encode() in done.stderr and b"<redacted>" in done.stderr
+        assert kagi.encode() not in done.stdout + done.stderr
+    env = {"ORCHESTRATOR_TOKEN": kagi, "ORCHESTRATOR_MODEL": kagi}  # the token is a known secret too
+    done = await _orchestrator("check", *config, "--no-probe", env=env)
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads(done.stdout)["model"]["name"] == "<redacted>"
+    assert kagi.encode() not in done.stdout + done.stderr
+
+
 async def test_demo_runs_out_of_the_box_on_the_built_in_sim(tmp_path: Path) -> None:
     done = await _orchestrator("demo", "--once", "--workspace", str(tmp_path / "ws"), "--json")
     assert done.returncode == 0, done.stderr.decode()

@@ -115,3 +115,15 @@ async def test_the_kagi_key_in_a_wrong_variable_is_not_echoed_by_the_error_page(
             assert kagi not in page.text and kagi not in api.text
             assert await server.stop() == 2
         assert named in server.stderr() and kagi not in server.stderr()
+
+
+async def test_the_config_answer_never_shows_a_secret_used_as_a_setting(tmp_path: Path) -> None:
+    kagi = SECRETS["ORCHESTRATOR_KAGI_API_KEY"]
+    async with serve_script({"turns": []}) as sim:
+        guild, deployment = write_config(tmp_path, sim.base_url, ROLES)
+        env = {"ORCHESTRATOR_KAGI_API_KEY": kagi, "ORCHESTRATOR_MODEL": kagi}
+        async with serve_process(tmp_path, guild=guild, deployment=deployment, env=env) as server:
+            config = await server.get("/api/config")
+            assert config.status_code == 200 and kagi not in config.text
+            assert config.json()["model"]["name"] == "<redacted>"
+        assert kagi not in server.stderr()  # the startup notes ("ORCHESTRATOR_MODEL overrides …") too

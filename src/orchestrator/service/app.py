@@ -142,7 +142,7 @@ def create_app(service: Service, policy: Policy | None = None, limits: StreamLim
         settings = service.settings
         guild = settings.guild
         executor = msgspec.to_builtins(settings.deployment.executor)
-        return _json(
+        view = (
             {
                 "model": {
                     "name": settings.deployment.model.name,
@@ -179,6 +179,7 @@ def create_app(service: Service, policy: Policy | None = None, limits: StreamLim
                 "modelStatus": msgspec.to_builtins(settings.model_status) if settings.model_status else None,
             }
         )
+        return _json(settings.redactor().redact_value(view))  # a secret echoed as, say, a model name
 
     @app.get("/api/settings")
     async def get_settings() -> Response:
