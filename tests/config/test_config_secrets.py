@@ -8,6 +8,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orchestrator.config.secrets import (
     REDACTED,
@@ -99,7 +101,9 @@ def test_secret_looking_names(name: str) -> None:
     assert looks_secret(name)
 
 
-@pytest.mark.parametrize("name", ["PATH", "HOME", "LANG", "PYTHONPATH", "ORCHESTRATOR_MODEL", "TERM"])
+@pytest.mark.parametrize(
+    "name", ["PATH", "HOME", "LANG", "PYTHONPATH", "ORCHESTRATOR_MODEL", "TERM", "ORCHESTRATOR_MAX_TOKENS"]
+)
 def test_ordinary_names(name: str) -> None:
     assert not looks_secret(name)
 
@@ -205,3 +209,30 @@ def test_load_redactor_reads_the_same_sources(tmp_path: Path, secrets_dir: Path)
     (secrets_dir / "ORCHESTRATOR_KAGI_API_KEY").write_text("kagi-upper-file\n")
     redactor = load_redactor({"MY_PASSWORD": "correct horse"}, secrets_dir, tmp_path)
     assert redactor.redact("kagi-upper-file / correct horse") == "<redacted> / <redacted>"
+
+
+def test_overlapping_and_adjacent_secrets_leave_no_fragment() -> None:
+    redactor = Redactor(["abcdefgh", "efghijkl", "12345678"])
+    assert redactor.redact("xx abcdefghijkl yy") == "xx <redacted> yy"  # neither "ijkl" nor "abcd" survives
+    assert redactor.redact("abcdefgh12345678!") == "<redacted>!"
+    assert Redactor(["aaaaaaaa"]).redact("aaaaaaaaaaa b aaaaaaaa") == "<redacted> b <redacted>"
+
+
+_SECRET_TEXT = st.text(alphabet="abcdefgh0123-_", min_size=0, max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    secrets=st.lists(st.text(alphabet="abcdefgh0123-_", min_size=1, max_size=14), max_size=4),
+    pieces=st.lists(st.one_of(_SECRET_TEXT, st.integers(min_value=0, max_value=3)), max_size=12),
+)
+def test_no_secret_survives_redaction(secrets: list[str], pieces: list[str | int]) -> None:
+    """Whatever the text is made of — secrets, fragments, overlaps — no value of 8+ characters is left
+    in the result, and a text with no secret in it comes back as the same object."""
+    text = "".join(secrets[p] if isinstance(p, int) and p < len(secrets) else str(p) for p in pieces)
+    redactor = Redactor(secrets)
+    result = redactor.redact(text)
+    for value in redactor.values:
+        assert value not in result
+    if not any(value in text for value in redactor.values):
+        assert result is text

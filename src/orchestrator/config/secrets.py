@@ -17,6 +17,8 @@ from pathlib import Path
 
 import msgspec
 
+from orchestrator.config.overrides import ENV_OVERRIDES
+
 __all__ = [
     "API_KEY_FILES",
     "API_KEY_VARIABLE",
@@ -62,6 +64,7 @@ WORKSPACE_TOKEN_FILE = Path(".orchestration") / "token"
 TOOL_ENV_ALLOW_VARIABLE = "ORCHESTRATOR_TOOL_ENV_ALLOW"
 #: A variable whose name contains one of these (any case) is stripped from a tool's environment.
 _SECRET_NAME = re.compile("KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+_OVERRIDE_VARIABLES = frozenset(row.variable for row in ENV_OVERRIDES)
 #: The one replacement text, in rendered configuration and in redacted text alike.
 REDACTED = "<redacted>"
 #: Shorter values are not scrubbed from text: replacing every "x" (or "true") would garble messages,
@@ -118,8 +121,12 @@ def scrub(texts: list[str], secret: str | None) -> list[str]:
 
 
 def looks_secret(name: str) -> bool:
-    """Whether a variable's name marks it secret: it contains KEY, TOKEN, SECRET or PASSWORD (any case)."""
-    return _SECRET_NAME.search(name) is not None
+    """Whether a variable's name marks it secret: it contains KEY, TOKEN, SECRET or PASSWORD (any case).
+
+    The deployment overrides are configuration, not secrets, whatever their names say
+    (``ORCHESTRATOR_MAX_TOKENS``, ``ORCHESTRATOR_INTERRUPT_EVERY_TOKENS``).
+    """
+    return _SECRET_NAME.search(name) is not None and name not in _OVERRIDE_VARIABLES
 
 
 def _allow_list(env: Mapping[str, str]) -> frozenset[str]:
@@ -144,35 +151,56 @@ class Redactor:
     """Replaces each known secret value in text with ``<redacted>``; values shorter than
     ``MIN_SCRUB_LENGTH`` are ignored. An empty redactor returns its input unchanged at no cost.
 
-    ``needles`` are the UTF-8 bytes to look for in encoded JSON: each value and its JSON-escaped form.
+    Overlapping or adjacent occurrences (of one value or of two) become one ``<redacted>``, so no
+    fragment of a secret survives next to the marker. ``needles`` are the UTF-8 bytes to look for in
+    encoded JSON: each value and its JSON-escaped form.
     """
 
-    __slots__ = ("_pattern", "_values", "needles")
+    __slots__ = ("_values", "needles")
 
     def __init__(self, values: Iterable[str] = ()) -> None:
-        kept = sorted({v for v in values if len(v) >= MIN_SCRUB_LENGTH}, key=len, reverse=True)
-        self._values: tuple[str, ...] = tuple(kept)
-        # Longest first, so a secret containing another is replaced whole.
-        self._pattern = re.compile("|".join(re.escape(v) for v in kept)) if kept else None
-        needles = {v.encode() for v in kept} | {msgspec.json.encode(v)[1:-1] for v in kept}
+        self._values: tuple[str, ...] = tuple(
+            sorted({v for v in values if len(v) >= MIN_SCRUB_LENGTH}, key=len, reverse=True)
+        )
+        needles = {v.encode() for v in self._values} | {msgspec.json.encode(v)[1:-1] for v in self._values}
         self.needles: tuple[bytes, ...] = tuple(needles)
 
     def __bool__(self) -> bool:
         return bool(self._values)
+
+    def __repr__(self) -> str:
+        return f"Redactor({len(self._values)} values)"
 
     @property
     def values(self) -> tuple[str, ...]:
         """The values replaced, longest first."""
         return self._values
 
-    def __repr__(self) -> str:
-        return f"Redactor({len(self._values)} values)"
-
     def redact(self, text: str) -> str:
-        """``text`` with every known secret replaced (the same object when none occurs)."""
-        if self._pattern is None or not any(value in text for value in self._values):
+        """``text`` with every known secret replaced (the same object when none occurs).
+
+        One substring search per value; only a hit costs more.
+        """
+        spans: list[tuple[int, int]] = []
+        for value in self._values:
+            start = text.find(value)
+            while start >= 0:
+                spans.append((start, start + len(value)))
+                start = text.find(value, start + 1)
+        if not spans:
             return text
-        return self._pattern.sub(REDACTED, text)
+        spans.sort()
+        parts: list[str] = []
+        kept_to = 0  # text before this index is emitted (or redacted)
+        span_start, span_end = spans[0]
+        for start, end in spans[1:]:
+            if start <= span_end:  # overlapping or adjacent: one marker
+                span_end = max(span_end, end)
+                continue
+            parts += [text[kept_to:span_start], REDACTED]
+            kept_to, span_start, span_end = span_end, start, end
+        parts += [text[kept_to:span_start], REDACTED, text[span_end:]]
+        return "".join(parts)
 
     def redact_all(self, texts: Iterable[str]) -> list[str]:
         return [self.redact(text) for text in texts]
@@ -186,7 +214,7 @@ class Redactor:
 
         A msgspec struct is turned into builtins first, so the answer is plain data.
         """
-        if self._pattern is None:
+        if not self._values:
             return value
         if isinstance(value, str):
             return self.redact(value)
