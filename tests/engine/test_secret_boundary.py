@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+from quart import Response, request
+from quart_trio import QuartTrio
 from tests.engine.harness import FAST, call, finish, of_type, turn
 from tests.helpers import write_deployment, write_guild
 
@@ -133,3 +139,30 @@ async def test_the_log_writer_scrubs_a_secret_from_any_other_source(secret_env: 
         outcome = await execute_run(settings, workspace, request, services)
     raw_log = (outcome.run_dir / "log.jsonl").read_text()
     assert "task-secret-0006" not in raw_log and "deploy with <redacted> please" in raw_log
+
+
+async def test_an_endpoint_echoing_the_key_in_its_error_leaves_it_nowhere(secret_env: Path) -> None:
+    """A model server that quotes the Authorization header it was sent in a 401: the result card, the
+    meta the API serves and the log say ``<redacted>``."""
+    app = QuartTrio(__name__)
+
+    @app.post("/v1/responses")
+    async def refuse() -> Response:
+        return Response(f"invalid credentials: {request.headers.get('Authorization')}", status=401)
+
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    config.graceful_timeout = 0.2
+    workspace = secret_env
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(partial(serve, app, config, shutdown_trigger=trio.Event().wait))
+        settings = _settings(workspace.parent, f"{binds[0]}/v1")
+        outcome = await execute_run(settings, workspace, RunRequest(task="hello"), RunServices(FAST))
+        nursery.cancel_scope.cancel()
+    key = SECRETS["ORCHESTRATOR_API_KEY"]
+    assert outcome.card.error is not None and outcome.card.error.kind == "llm_unavailable"
+    assert "invalid credentials: Bearer <redacted>" in outcome.card.summary
+    for name in ("meta.json", "log.jsonl"):
+        text = (outcome.run_dir / name).read_text()
+        assert key not in text and "Bearer <redacted>" in text, name

@@ -89,8 +89,7 @@ class Run:
         redactor: Redactor | None = None,
     ) -> None:
         self.settings = settings
-        #: The secret values tool results are scrubbed of (``engine/toolcalls.py``).
-        self.redactor = redactor or Redactor()
+        self.redactor = redactor or Redactor()  # scrubs tool results (toolcalls.py) and endpoint errors
         self.workspace = workspace
         self.state = state
         self.log = log
@@ -334,7 +333,7 @@ class Run:
             outcome = await self.llm.complete(request, self._publisher(frame), on_retry)
         if isinstance(outcome, Unavailable):
             self.log.emit(ev.failure("llm_unavailable", frame, message=outcome.message, attempts=outcome.attempts))
-            return _error_card("llm_unavailable", f"the model endpoint failed: {outcome.message}")
+            return _error_card("llm_unavailable", f"the model endpoint failed: {self.redactor.redact(outcome.message)}")
         if isinstance(outcome, ContextRejected):
             return self.limits.rejected(frame, outcome)
         frame.rejection_count = 0
