@@ -49,7 +49,8 @@ API_KEY_VARIABLE = "ORCHESTRATOR_API_KEY"
 API_KEY_FILES: tuple[str, ...] = ("orchestrator_api_key", "ORCHESTRATOR_API_KEY")
 KAGI_KEY_VARIABLE = "ORCHESTRATOR_KAGI_API_KEY"
 KAGI_KEY_FILES: tuple[str, ...] = ("kagi_api_key", "ORCHESTRATOR_KAGI_API_KEY")
-#: The service's access token (the HTTP perimeter reads it; here it is only kept secret).
+#: The service's access token (the HTTP perimeter reads it; here it is only kept secret). The secret
+#: files are scrubbed when present; ``serve`` itself reads the variable and the workspace token file.
 TOKEN_VARIABLE = "ORCHESTRATOR_TOKEN"
 TOKEN_FILES: tuple[str, ...] = ("orchestrator_token", "ORCHESTRATOR_TOKEN")
 #: Each orchestrator secret: its variable and its Docker secret file names.
