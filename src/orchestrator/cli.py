@@ -247,7 +247,7 @@ async def _settings(args: argparse.Namespace, env: Mapping[str, str], *, probe: 
         if probe:
             settings = await probe_model(settings, load_wait_seconds=LOAD_WAIT_SECONDS, on_notice=_notice)
     except ConfigError:
-        for note in paths.notes():  # where each file came from, also when they do not work
+        for note in load_redactor(env).redact_all(paths.notes()):  # where each file came from, also on failure
             print(f"orchestrator: {note}", file=sys.stderr)
         raise
     for note in settings.notes:

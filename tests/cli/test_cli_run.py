@@ -93,6 +93,8 @@ async def test_check_never_echoes_the_kagi_key_placed_in_a_wrong_variable(tmp_pa
     cases = [  # found by the settings load; found later by another module (the stall bounds)
         ({"ORCHESTRATOR_MAX_AGENT_DEPTH": kagi}, ["check", *config, "--no-probe"], "executor.maxAgentDepth"),
         ({"ORCHESTRATOR_STALL_IDLE_SECONDS": kagi}, ["run", "--workspace", str(tmp_path), *config, "task"], "STALL"),
+        # a path: named in a problem and in the note saying where the Guild came from
+        ({"ORCHESTRATOR_GUILD_DIR": kagi}, ["check", *config[2:], "--no-probe"], "ORCHESTRATOR_GUILD_DIR"),
     ]
     for extra, args, named in cases:
         done = await _orchestrator(*args, env={"ORCHESTRATOR_KAGI_API_KEY": kagi, **extra})

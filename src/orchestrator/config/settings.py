@@ -261,7 +261,7 @@ def load_config(paths: ConfigPaths, env: Mapping[str, str], *, secrets_dir: Path
         settings,
         guild_source=paths.guild_source,
         deployment_source=paths.deployment_source,
-        notes=[*paths.notes(), *settings.notes],
+        notes=[*settings.redactor().redact_all(paths.notes()), *settings.notes],
     )
 
 

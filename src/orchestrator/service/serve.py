@@ -227,9 +227,10 @@ async def serve_main(
                     return EXIT_CONFIG
                 settings, port = ready
         except ConfigError as exc:
-            for note in paths.notes():
+            redactor = load_redactor(env, workspace=workspace)  # a key pasted into a wrong variable stays hidden
+            for note in redactor.redact_all(paths.notes()):
                 print(f"orchestrator: {note}", file=sys.stderr)
-            problems = load_redactor(env, workspace=workspace).redact_all(exc.problems)  # a key in a wrong variable
+            problems = redactor.redact_all(exc.problems)
             for problem in problems:
                 print(f"orchestrator: invalid configuration: {problem}", file=sys.stderr)
             # the error page takes no action and shows no run data: Host/Origin checks and headers, no token
