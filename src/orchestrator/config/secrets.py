@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 
 import msgspec
-
-from orchestrator.config.overrides import ENV_OVERRIDES
 
 __all__ = [
     "API_KEY_FILES",
@@ -65,7 +64,6 @@ WORKSPACE_TOKEN_FILE = Path(".orchestration") / "token"
 TOOL_ENV_ALLOW_VARIABLE = "ORCHESTRATOR_TOOL_ENV_ALLOW"
 #: A variable whose name contains one of these (any case) is stripped from a tool's environment.
 _SECRET_NAME = re.compile("KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
-_OVERRIDE_VARIABLES = frozenset(row.variable for row in ENV_OVERRIDES)
 #: The one replacement text, in rendered configuration and in redacted text alike.
 REDACTED = "<redacted>"
 #: Shorter values are not scrubbed from text: replacing every "x" (or "true") would garble messages,
@@ -127,7 +125,15 @@ def looks_secret(name: str) -> bool:
     The deployment overrides are configuration, not secrets, whatever their names say
     (``ORCHESTRATOR_MAX_TOKENS``, ``ORCHESTRATOR_INTERRUPT_EVERY_TOKENS``).
     """
-    return _SECRET_NAME.search(name) is not None and name not in _OVERRIDE_VARIABLES
+    return _SECRET_NAME.search(name) is not None and name not in _override_variables()
+
+
+@cache
+def _override_variables() -> frozenset[str]:
+    # Imported here: the deployment module (which overrides builds on) itself reads secrets.
+    from orchestrator.config.overrides import ENV_OVERRIDES
+
+    return frozenset(row.variable for row in ENV_OVERRIDES)
 
 
 def _allow_list(env: Mapping[str, str]) -> frozenset[str]:
