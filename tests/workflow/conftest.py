@@ -12,6 +12,7 @@ another workflow dir or env, e.g. ``MIN_CHECKPOINT_RESPONSE_SECONDS``; stopped a
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -20,6 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -34,6 +36,7 @@ from mcp.client.streamable_http import streamable_http_client
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / "workflows"
 SEPARATOR = "\n\n---\n\n"
+PINNED_DAY = "2031-06-15"  # the UTC day ``McpProcess.pinned_day`` holds the server's clock on
 
 
 class Reply(NamedTuple):
@@ -134,6 +137,7 @@ class McpProcess(_Calls):
         self.key_dir = root / "keys"
         self.tmp_dir = root / "tmp"
         self.log_path = root / "server-stderr.jsonl"
+        self.clock_offset = root / "clock-offset"  # absent: the server reads the wall clock unchanged
         self.planning = self.workspace / ".engineering" / "artifacts" / "planning"
         for folder in (self.workspace, self.tmp_dir):
             folder.mkdir(parents=True, exist_ok=True)
@@ -146,6 +150,7 @@ class McpProcess(_Calls):
             "WORKFLOW_SERVER_INSTALL_DIR": str(root / "install"),
             "TMPDIR": str(self.tmp_dir),
             "WORKFLOW_SERVER_WORKING_ROOTS": str(root / "p"),  # where tests put their checkouts
+            "WORKFLOW_SERVER_CLOCK_OFFSET_FILE": str(self.clock_offset),
             **dict(env or {}),
         }
         if transport == "http":
@@ -162,6 +167,20 @@ class McpProcess(_Calls):
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="mcp-client", daemon=True)
+
+    @contextlib.contextmanager
+    def pinned_day(self, day: str = PINNED_DAY) -> Iterator[str]:
+        """The server's clock reads noon UTC of ``day`` (plus the seconds the block takes) inside the block.
+
+        Dated slugs then do not depend on when the suite runs: a run that crosses midnight UTC once derived
+        tomorrow's folder while the test expected today's.
+        """
+        noon = datetime.strptime(day, "%Y-%m-%d").replace(hour=12, tzinfo=UTC).timestamp()
+        self.clock_offset.write_text(repr(noon - time.time()))
+        try:
+            yield day
+        finally:
+            self.clock_offset.unlink(missing_ok=True)
 
     # ------------------------------------------------------------------------------------------ lifecycle
 

@@ -12,20 +12,19 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from tests.workflow.conftest import PINNED_DAY as TODAY
 from tests.workflow.conftest import REPO, McpProcess
 
 from orchestrator.workflow.session.canonical import canonical_bytes
 from orchestrator.workflow.session.keys import seal
 from orchestrator.workflow.session.state import ActiveCheckpoint, SessionFile, new_history
 
-TODAY = datetime.now(UTC).strftime("%Y-%m-%d")
 MY_TOOLS = {
     "discover",
     "list_workflows",
@@ -42,6 +41,13 @@ MY_TOOLS = {
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+
+
+@pytest.fixture
+def day_pinned(mcp: McpProcess) -> Iterator[str]:
+    """The server's clock on ``TODAY`` (noon UTC) for one test, so dated slugs do not depend on the run's date."""
+    with mcp.pinned_day() as day:
+        yield day
 
 
 def session_json(folder: Path) -> dict[str, Any]:
@@ -182,6 +188,7 @@ def test_start_session_path_and_workflow_errors(mcp: McpProcess) -> None:
     assert "Workflow not found" in mcp.err("start_session", workflow_id="nope")
 
 
+@pytest.mark.usefixtures("day_pinned")
 def test_start_session_derives_the_next_free_dated_slug(mcp: McpProcess) -> None:
     _, first = start(mcp, workflow_id="code-review")
     _, second = start(mcp, workflow_id="code-review")
@@ -270,6 +277,7 @@ def test_parent_chain_deeper_than_five_warns(mcp: McpProcess) -> None:
 # ---------------------------------------------------------------------------------------------- working_directory
 
 
+@pytest.mark.usefixtures("day_pinned")
 def test_working_directory_derives_repo_planning_root_and_bag(mcp: McpProcess) -> None:
     checkout = make_checkout(mcp.root / "p" / "widgets", "git@github.com:acme/widgets.git")
     (checkout / "src").mkdir()
@@ -350,6 +358,7 @@ def test_a_group_readable_key_stops_the_server_naming_the_fix(tmp_path: Path) ->
     assert done.returncode == 2 and f"chmod 600 {keys / 'secret'}" in done.stderr and done.stdout == ""
 
 
+@pytest.mark.usefixtures("day_pinned")
 def test_durable_meta_start_opens_its_client_or_answers_a_decision(mcp: McpProcess) -> None:
     checkout = make_checkout(mcp.root / "p" / "gadgets", "https://github.com/acme/gadgets")
     root = checkout / ".engineering" / "artifacts" / "planning"
