@@ -20,7 +20,7 @@ __all__ = [
     "OrchestratorError",
 ]
 
-#: The closed set of ``error.kind`` values a result card may carry (orchestrator.md §1.2).
+#: The closed set of ``error.kind`` values a result card may carry.
 ErrorKind = Literal[
     "invalid_tool_call",
     "unknown_tool",

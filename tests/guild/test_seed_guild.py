@@ -1,4 +1,4 @@
-"""The shipped seed Guild: 16 roles with the tool sets of orchestrator.md §4.1, short prompts written for a
+"""The shipped seed Guild: 16 roles with the tool sets the seed assigns, short prompts written for a
 small model, the shared style guide, tiered labels, and a demo script that follows the Guild.
 
 Loading needs every tool manifest the Guild references; while some are still missing those tests skip

@@ -1,4 +1,4 @@
-"""The interim briefing (orchestrator.md §2.4), the continuation block and the queue submission (§2.3)."""
+"""The interim briefing, the continuation block and the queue submission."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """An active run over HTTP: one of simultaneous submissions wins, the busy 409, post-write
 ``ask_human`` answered through ``/api/answer``, operator inquiries and plan modifications
-(orchestrator.md §7 scenarios 3, 8, 16, 18, 19)."""
+."""
 
 from __future__ import annotations
 

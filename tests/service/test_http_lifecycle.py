@@ -1,7 +1,7 @@
 """The service's lifecycle: the bootstrap error page, the page title, SIGTERM when idle (0, live-stream
 sockets closed with 1001), a run winding down at a safe point (0), a run stuck past the wind-down
 deadline or cut short by a second signal (130), and the restarted service resuming it and settling
-its queue item — §7 scenario 30."""
+its queue item."""
 
 from __future__ import annotations
 

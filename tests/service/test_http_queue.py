@@ -1,4 +1,4 @@
-"""The durable task queue over HTTP, row by row of orchestrator.md §2.2 (§7 scenarios 4–7 and 9)."""
+"""The durable task queue over HTTP, row by row of the queue's boot table (docs/queueing.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The queue state machine (orchestrator.md §2.2): one table row per transition, every error code, properties."""
+"""The queue state machine: one table row per transition, every error code, properties."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def run(items: list[QueueItem], event: q.QueueEvent) -> tuple[list[QueueItem], E
     return after, effects
 
 
-# --- §2.2, row by row -------------------------------------------------------------------------------
+# --- the boot table, row by row -------------------------------------------------------------------------------
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""renderMarkdown keeps hostile agent prose inert (design §1.3 "UI rendering").
+"""renderMarkdown keeps hostile agent prose inert.
 
 Every payload tries to run ``window.__pwned = '<name>'`` (or open a dialog). The rendered fragments are
 inserted into the live document, so a handler that survived would fire; a control image — inserted by

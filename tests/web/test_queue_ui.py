@@ -1,6 +1,6 @@
 """The queue panel in a real browser, while a run holds the slot: add tasks from compose, reorder them
 (buttons and drag), cancel and edit one, answer a parked item inline, re-queue an errored one — each
-checked against ``GET /api/queue`` (design §2, §3.6)."""
+checked against ``GET /api/queue``."""
 
 from __future__ import annotations
 

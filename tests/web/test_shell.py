@@ -1,5 +1,5 @@
 """The shell in a real browser: zero state, a task from compose to history and the result modal, the
-toggles, and the server-unavailable banner (design §3.6)."""
+toggles, and the server-unavailable banner."""
 
 from __future__ import annotations
 

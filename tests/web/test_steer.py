@@ -1,6 +1,6 @@
 """Steering in a real browser: a question answered through the questions modal (the run continues and
 finishes), an operator inquiry answered by the handler (one answer card, the interrupt history), and a
-plan modification with its target and aborted roles in the history (design §3.6)."""
+plan modification with its target and aborted roles in the history."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Acceptance scenarios 1–12 of the workflow server (design §8) on the real public corpus, over stdio.
+"""Acceptance scenarios 1–12 of the workflow server on the real public corpus, over stdio.
 
 The server is the real ``orchestrator mcp`` subprocess behind the official client (``conftest.McpProcess``),
 single-root: ``WORKFLOW_WORKSPACE=$T/ws``, ``WORKFLOW_DIR=<corpus>``, its own key dir, floor 3 s. Waits
@@ -170,12 +170,12 @@ def test_s04_first_move(acc: ClockedServer) -> None:
     assert any("First activity must be 'start-work-package'" in w for w in warnings(wrong_first))
     moved = acc.ok("next_activity", session_index=index, activity_id="start-work-package")
     assert moved.parsed["name"] == "Start Work Package" and moved.meta.get("trace_token")
-    # §8 says `valid`; the seeds validate later moves against the current activity's transitions, and
+    # the acceptance text says `valid`; the seeds validate later moves against the current activity's transitions, and
     # design-philosophy only exits to codebase-comprehension, so this move warns exactly that (see report).
     assert [w for w in warnings(moved) if "not a direct transition" not in w and "No step_manifest" not in w] == []
     assert acc.call("get_activity", session_index=index).is_error  # context_tokens is required
 
-    # the §8 `valid` reading holds for a first move to initialActivity
+    # the `valid` reading holds for a first move to initialActivity
     clean_index, _ = start(acc, "acc-4b")
     clean = acc.ok("next_activity", session_index=clean_index, activity_id="start-work-package")
     assert clean.meta["validation"] == {"status": "valid", "warnings": []}

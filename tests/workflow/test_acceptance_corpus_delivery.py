@@ -1,4 +1,4 @@
-"""Acceptance scenarios 13–17, 22 and 23 (design §8) on the real corpus, over stdio: manifests, technique and
+"""Acceptance scenarios 13–17, 22 and 23 on the real corpus, over stdio: manifests, technique and
 resource delivery, the reference-delivery ledger, borrowed activities, the trace, usage and the batch bound.
 
 Support (the clocked server, session helpers) lives in ``test_acceptance_corpus.py``.

@@ -1,4 +1,4 @@
-"""Acceptance scenarios 18–21 and 24 (design §8) on the real corpus, over stdio: transient promotion, occupied
+"""Acceptance scenarios 18–21 and 24 on the real corpus, over stdio: transient promotion, occupied
 folders, child completion, the seal and ``working_directory`` starts.
 
 Support (the clocked server, session helpers) lives in ``test_acceptance_corpus.py``. The projects root of

@@ -1,4 +1,4 @@
-"""The shared real corpus loads cleanly and answers the design's acceptance facts (skipped when absent)."""
+"""The shared real corpus loads cleanly and answers docs/workflow-server.md's acceptance facts (skipped if absent)."""
 
 from __future__ import annotations
 

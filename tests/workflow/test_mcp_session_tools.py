@@ -616,7 +616,7 @@ def test_inspect_session_views(mcp: McpProcess) -> None:
     assert [m["type"] for m in summary["history"]["milestones"]][:2] == ["activity_entered", "activity_exited"]
     assert summary["children"][0]["sessionIndex"] == child and summary["children"][0]["cost_known"] is False
 
-    # §4: each view answers with its own shape, one variable with its bare value
+    # each view answers with its own shape, one variable with its bare value
     one = mcp.ok("inspect_session", session_index=index, view="variables", variable="user_request")
     assert one.parsed == "crash" and one.text == '"crash"'
     unset = mcp.ok("inspect_session", session_index=index, view="variables", variable="nope").parsed

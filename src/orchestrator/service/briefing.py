@@ -1,6 +1,6 @@
 """What a dispatched queue item's run is told: the interim briefing, the continuation block, the submission.
 
-Pure: metas and items come in, text and data go out (orchestrator.md §2.3, §2.4). The scheduler
+Pure: metas and items come in, text and data go out. The scheduler
 loads the metas and the queue, calls ``build_submission`` and hands ``Submission.first_message()``
 to the engine as the entry role's first user message (``meta.task`` stays the bare task).
 """
@@ -97,7 +97,7 @@ def interim_briefing(
     question: str | None = None,
     answer: str | None = None,
 ) -> str:
-    """The block appended below a queued task (§2.4). Filters its inputs itself, so callers may pass
+    """The block appended below a queued task. Filters its inputs itself, so callers may pass
     every meta and every item (or task strings already selected). ``question``/``answer`` are given on
     a parked-answer continuation; they appear only when ``answer`` is set."""
     runs = completed_since(completed_runs, queued_at)

@@ -138,7 +138,7 @@ class Service:
         return metas
 
     async def tick(self) -> str | None:
-        """One scheduler cycle (orchestration.md §2.3). Returns the id of a run it started, if any."""
+        """One scheduler cycle. Returns the id of a run it started, if any."""
         async with self._tick_lock:
             return await self._tick_locked()
 

@@ -1,4 +1,4 @@
-"""The durable task queue's state machine: item shape, events, and pure transitions (orchestrator.md §2).
+"""The durable task queue's state machine: item shape, events, and pure transitions.
 
 Nothing here does I/O or reads the clock: ``transition(items, event, now)`` takes the whole item list
 and returns a new one plus ``Effects``; the input list and its items are never mutated (items are
@@ -195,7 +195,7 @@ class Settle:
 
 @dataclass(frozen=True)
 class Repair:
-    """Apply the boot rows of §2.2 to every ``active`` item. ``metas`` maps run id → readable meta."""
+    """Apply the boot rows (docs/queueing.md) to every ``active`` item. ``metas`` maps run id → readable meta."""
 
     kind: ClassVar[str] = "repair"
     metas: Mapping[str, RunMeta]
@@ -423,7 +423,7 @@ def transition(items: Sequence[QueueItem], event: QueueEvent, now: datetime) -> 
 
 
 def _repair(items: list[QueueItem], metas: Mapping[str, RunMeta], now: str) -> tuple[list[QueueItem], Effects]:
-    """The boot rows of §2.2 over every ``active`` item; cheap and a no-op when steady."""
+    """The boot rows (docs/queueing.md) over every ``active`` item; cheap and a no-op when steady."""
     result = list(items)
     for i, item in enumerate(items):
         if item.status != "active":

@@ -39,7 +39,7 @@ EFFORTS: frozenset[str] = frozenset(EffortTier.__args__)  # type: ignore[attr-de
 LOG_LEVELS: frozenset[str] = frozenset(LogLevelName.__args__)  # type: ignore[attr-defined]
 #: Statuses that no pruning, move or repair may ever drop from the file.
 LIVE_STATUSES: frozenset[str] = frozenset({"waiting", "active", "needs_input"})
-#: The parked run's summary is ``PARK_PREFIX + question`` (orchestrator.md §2.5).
+#: The parked run's summary is ``PARK_PREFIX + question``.
 PARK_PREFIX = "waiting for an answer to: "
 
 
@@ -61,7 +61,7 @@ def format_timestamp(now: datetime) -> str:
 class QueueItem(Base, frozen=True, kw_only=True):
     """One queued task. Optional fields are ``None`` in memory and omitted on disk, never null.
 
-    Decoding (and construction) checks every field rule of §2.1; a violation is a
+    Decoding (and construction) checks every field rule of the queue item; a violation is a
     ``msgspec.ValidationError`` on decode, a ``ValueError`` on construction.
     """
 

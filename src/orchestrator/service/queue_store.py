@@ -1,6 +1,6 @@
 """``.orchestration/queue.json`` on disk: tolerant load, atomic save, and the lock that serializes transitions.
 
-Reading is tolerant by design (orchestrator.md §2.1): a missing, unreadable or malformed file reads
+Reading is tolerant by design: a missing, unreadable or malformed file reads
 as an empty queue, and so does a file with ONE invalid item (a bad status, an empty task, a run id
 that is not ``run-YYYYMMDD-HHMMSS``, an unparseable timestamp, a duplicated id). We do not salvage the
 valid items of a damaged file: a partial queue could re-run or silently drop work in ways an empty

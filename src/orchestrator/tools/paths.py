@@ -1,6 +1,6 @@
 """Workspace containment for every file tool: canonicalize a path, refuse escapes and ``.orchestration``.
 
-Rules (orchestrator.md §1.3):
+Rules:
 
 * a relative path is taken from the workspace root, an absolute one as given;
 * the result is realpath'd: an existing target fully; a missing one through its nearest existing

@@ -1,4 +1,4 @@
-"""Startup configuration of the workflow server (design §7), resolved CLI > environment > default.
+"""Startup configuration of the workflow server, resolved CLI > environment > default.
 
 ``load_workflow_settings(env, cli)`` is pure: it reads only the two mappings (plus the filesystem to
 see whether ``./workflows`` exists) and returns one frozen :class:`WorkflowSettings`. A value that
@@ -55,7 +55,7 @@ DEFAULT_HOST = "127.0.0.1"
 
 
 class WorkflowSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """Every §7 knob, resolved. Paths are absolute; optional roots are ``None`` when not configured."""
+    """Every configuration knob, resolved. Paths are absolute; optional roots are ``None`` when not configured."""
 
     workflow_dir: Path
     schemas_dir: Path

@@ -1,4 +1,4 @@
-// The flow view (design §3.6): a top strip of every role/tool type with counts and cost, then one row
+// The flow view: a top strip of every role/tool type with counts and cost, then one row
 // per live stack — main on top, preempting interrupt stacks below in push order, never reordered — each
 // drawing its open call chain left to right by depth, the lingering return leg, and dashed static
 // observe/terminate lines crossing into the paused row they inspect. A call/return line animates iff it

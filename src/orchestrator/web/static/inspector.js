@@ -1,4 +1,4 @@
-// The inspector modal (design §3.6): one agent instance's transcript.
+// The inspector modal: one agent instance's transcript.
 //
 //   openInspector(ctx, {instanceId, role, participantId?}) -> {close()}
 //   ctx = {runId, config, api: {get(path) -> Promise<json>}, getTier?() , getRunView?() -> runView,

@@ -1,4 +1,4 @@
-// Display prose for the run view, by tier (design §3.4). The model carries identifiers only; every word
+// Display prose for the run view, by tier. The model carries identifiers only; every word
 // the views show about a participant or an operation comes from here.
 //
 // Public interface:

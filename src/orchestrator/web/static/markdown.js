@@ -1,4 +1,4 @@
-// Agent prose → safe DOM (design §1.3 "UI rendering").
+// Agent prose → safe DOM.
 //
 // Public interface (agreed with the shell):
 //   renderMarkdown(text) -> DocumentFragment   Markdown → HTML string → inert parse (DOMParser: no

@@ -1,4 +1,4 @@
-// The operation inspector card (design §3.6 "Inspector card"): an operation's label, endpoints,
+// The operation inspector card: an operation's label, endpoints,
 // counts and times from the model, and its detail body fetched on demand from
 // GET /api/runs/:id/flow?operation=<id> — once per `<runId>|<opId>` for the browser session (bounded
 // cache; a failed fetch is not cached, so reopening retries) — rendered as sanitized Markdown.

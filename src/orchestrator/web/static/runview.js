@@ -1,4 +1,4 @@
-// The run view (design §3.6): the flow and sequence views of one run, its "now" caption, cost strip,
+// The run view: the flow and sequence views of one run, its "now" caption, cost strip,
 // live partial text, operation cards and the instance inspector.
 //
 // Public interface (agreed with the shell):

@@ -1,4 +1,4 @@
-// The sequence view (design §3.6): a column for every guild role plus `human` and `tools` from the
+// The sequence view: a column for every guild role plus `human` and `tools` from the
 // first frame (interrupt roots and roles the guild does not list get columns on the right when they
 // appear, so columns never move), a row per operation, loop-back arrows for calls within one column,
 // dashed static observe/terminate lines, and an optional roles-only lens that hides tool traffic.

@@ -1,4 +1,4 @@
-"""Structured conditions and the ``when`` expression dialect (design §1.4).
+"""Structured conditions and the ``when`` expression dialect.
 
 Both evaluate with the shared value semantics of ``values`` (strict equality, numeric relations, absent
 values). ``parse_when`` is a small tokenizer plus recursive-descent parser producing a frozen AST and

@@ -1,6 +1,6 @@
 """``load_corpus``: read a workflow directory into a ``Corpus`` (the only I/O in this package).
 
-Layout (design §1.1): ``<root>/<wf>/workflow.yaml`` (or ``.yml``; legacy ``<root>/<wf>.yaml``), activities
+Layout: ``<root>/<wf>/workflow.yaml`` (or ``.yml``; legacy ``<root>/<wf>.yaml``), activities
 ``<wf>/<activitiesDir>/NN-<id>.yaml``, techniques ``<wf>/techniques/**.md``, resources
 ``<wf>/resources/*.md``. Every folder holding ``techniques/`` or ``resources/`` is a namespace, with or
 without a manifest.

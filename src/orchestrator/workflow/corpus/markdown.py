@@ -1,4 +1,4 @@
-"""Pure text parsing of technique and resource markdown (design §1.5, §1.6).
+"""Pure text parsing of technique and resource markdown.
 
 * ``split_frontmatter`` separates a leading ``---`` YAML block from the body.
 * ``parse_technique`` turns a technique file into a ``Technique`` or raises ``TechniqueParseError``

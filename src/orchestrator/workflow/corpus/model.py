@@ -1,4 +1,4 @@
-"""The loaded corpus as frozen msgspec Structs (design §1).
+"""The loaded corpus as frozen msgspec Structs.
 
 ``Corpus``/``Workflow``/``Activity`` plus the technique and resource records are what the loader builds:
 rules resolved, fragments materialised, step ids derived, activities assembled. Step, checkpoint and

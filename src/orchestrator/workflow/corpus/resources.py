@@ -1,4 +1,4 @@
-"""Resource lookup and anchor slicing (design §1.6). Pure functions over a loaded ``Corpus``.
+"""Resource lookup and anchor slicing. Pure functions over a loaded ``Corpus``.
 
 Ids: ``x`` (the session workflow), ``wf/x`` (at most one slash), optional ``#anchor``, a trailing ``.md``
 tolerated. A resource is ``<wf>/resources/<x>.md``, else the file whose frontmatter ``name`` is ``x``.

@@ -1,4 +1,4 @@
-"""The corpus file schema: activity and workflow YAML as closed msgspec Structs (design §1.2, §1.3).
+"""The corpus file schema: activity and workflow YAML as closed msgspec Structs.
 
 Every object is closed (an unknown key is a ``msgspec.ValidationError`` naming it and its path), camelCase
 in the file and snake_case in Python, and immutable. Steps are a union tagged by ``kind``; conditions are

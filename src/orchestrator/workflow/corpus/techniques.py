@@ -1,4 +1,4 @@
-"""Technique addressing, inheritance, the delivered payload and bundles (design §1.5). Pure functions.
+"""Technique addressing, inheritance, the delivered payload and bundles. Pure functions.
 
 **Addressing.** ``[wf::]technique[::nested…]``; the first segment names a workflow only when that folder
 has a ``techniques/`` directory (``wf/tech`` always names one and normalises to ``wf::tech``). Unprefixed

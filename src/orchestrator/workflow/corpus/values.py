@@ -1,4 +1,4 @@
-"""Value semantics shared by structured conditions and ``when`` expressions (design §1.4).
+"""Value semantics shared by structured conditions and ``when`` expressions.
 
 Mirrors the reference's JavaScript behaviour: dotted paths read *absent* (``MISSING``, JavaScript
 ``undefined``) through a missing key or a non-container; ``==``/``!=`` are strict (no coercion between

@@ -14,7 +14,7 @@ State (``state``) — the ``session.json`` schema, schemaVersion 1:
     ``replace_at(top, path, new_state)``. ``None`` in an optional field means "absent" on disk.
 
 Canonical bytes and keys (``canonical``, ``keys``):
-    ``canonical_bytes(value) -> bytes`` (§2.3; ``CanonicalJsonError`` for NaN/∞ or non-JSON values),
+    ``canonical_bytes(value) -> bytes``,
     ``load_or_create_key(key_dir) -> bytes`` (``WorkspaceConfigError`` when unusable), ``LazyKey(key_dir)``,
     ``seal(key, data)``, ``verify_seal(key, data, token)``, ``derive_index(key, text)``,
     ``root_index(key, folder)``, ``child_index(key, top_folder, path)``, ``check_index(index)``.

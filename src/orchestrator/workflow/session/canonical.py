@@ -1,4 +1,4 @@
-"""Canonical JSON for ``session.json`` (design §2.3): the exact bytes that are written and sealed.
+"""Canonical JSON for ``session.json``: the exact bytes that are written and sealed.
 
 Rules: 2-space indent, no trailing newline; top-level object keys in ``SESSION_KEY_ORDER`` first, then
 the rest sorted; nested object keys sorted; arrays keep their order; an optional Struct field holding

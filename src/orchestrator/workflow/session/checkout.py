@@ -1,4 +1,4 @@
-"""Facts about the checkout a session works in (design §4 start_session step 5), read from ``.git`` directly.
+"""Facts about the checkout a session works in, read from ``.git`` directly.
 
 No ``git`` subprocess: the working tree is the nearest ancestor holding ``.git`` (a directory, or a
 ``gitdir:`` file as in linked worktrees and submodules); the remote URL comes from the common git

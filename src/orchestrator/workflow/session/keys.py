@@ -1,4 +1,4 @@
-"""The server key, seals and session indexes (design §2.3).
+"""The server key, seals and session indexes.
 
 Key: 32 random bytes in ``<key_dir>/secret``. ``load_or_create_key`` creates it on first use,
 exclusively: the bytes go to a private temp file that is then hard-linked into place, so two

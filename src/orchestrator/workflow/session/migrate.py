@@ -1,4 +1,4 @@
-"""Legacy planning folders (``workflow-state.json``) become sealed sessions on first touch (spec §4 step 2).
+"""Legacy planning folders (``workflow-state.json``) become sealed sessions on first touch.
 
 Servers before the ``session.json`` format kept a folder's state in ``workflow-state.json``: a JSON object
 whose ``state`` member holds the position and the bag (``workflowId``, ``workflowVersion``,

@@ -1,4 +1,4 @@
-"""Where sessions live (design §2.1, §3, §4 start_session): root modes, planning roots, slugs, paths.
+"""Where sessions live: root modes, planning roots, slugs, paths.
 
 Modes, from the settings:
 
@@ -96,7 +96,7 @@ def repo_basename(repo: str) -> str:
 
 
 def root_mode(settings: WorkflowSettings) -> RootMode:
-    """The §2.1 mode the settings select."""
+    """The root mode the settings select."""
     eng = settings.engineering_dir
     if (
         eng is not None

@@ -1,4 +1,4 @@
-"""The schema of ``session.json`` (schemaVersion 1, design §2.2) as msgspec Structs, plus pure helpers.
+"""The schema of ``session.json`` (schemaVersion 1) as msgspec Structs, plus pure helpers.
 
 The Structs *are* the file format: camelCase keys on disk, unknown keys and unknown history types
 rejected when decoding (a file that does not fit is reported as ``SEAL_MISMATCH`` by the store).

@@ -1,4 +1,4 @@
-"""Sealed session folders: read, write, locate by index, transients and their promotion (design §2.1, §2.3).
+"""Sealed session folders: read, write, locate by index, transients and their promotion.
 
 A session folder holds ``session.json`` (canonical JSON of the top-level ``SessionFile``, children
 embedded) and ``.session-token`` (the hex HMAC of those exact bytes). Every method is synchronous,

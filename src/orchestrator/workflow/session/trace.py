@@ -1,4 +1,4 @@
-"""The in-process call trace and its signed tokens (design §2.4).
+"""The in-process call trace and its signed tokens.
 
 ``TraceStore`` is one instance per server (no module state): events per session index, sessions kept
 in creation order, at most ``capacity`` of them; creating one more evicts the oldest-*created* session

@@ -19,7 +19,7 @@ Handlers
     ``None``), ``call.warn(text)`` (validation warning: lands in ``_meta.validation`` and the trace),
     ``call.validation()``, ``call.corpus()``, ``call.open(index=None, *, lock=False) -> SessionCall``
     (locate the ``session_index`` argument; ``lock=True`` refuses with ``CHECKPOINT_ACTIVE`` —
-    ``Active checkpoint '<id>' …`` — while a checkpoint is open, the §3 lock), ``call.adopt(handle)``
+    ``Active checkpoint '<id>' …`` — while a checkpoint is open, the checkpoint lock), ``call.adopt(handle)``
     (a session the handler created), ``call.json(payload, meta)`` / ``call.yaml(payload, meta)`` for
     session-less results.
 
@@ -48,7 +48,7 @@ Handlers
     ``now()`` (unix seconds), ``host_path(path)``.
 
 Helpers: ``context.content_hash(text)`` (16 hex of SHA-256), ``context.type_check(declared, value)``,
-``render.to_json`` / ``render.to_yaml``, ``batch.batch_block(...)`` (§5.4 block).
+``render.to_json`` / ``render.to_yaml``, ``batch.batch_block(...)``.
 
 Modules: ``cold`` (discover, list_workflows, health_check), ``sessions`` (start_session, dispatch_child;
 ``seeding`` builds new session files and embedded children, ``bootstrap`` picks a client workflow),

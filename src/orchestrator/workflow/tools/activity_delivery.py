@@ -1,4 +1,4 @@
-"""``get_activity``: the worker's payload for the current activity (design §4, §5.1, §5.2, §5.4).
+"""``get_activity``: the worker's payload for the current activity.
 
 Text = YAML ops (``bundle_mode?``, ``bundle_note?``, ``techniques``, ``rules``, ``unresolved``,
 ``step_techniques``, ``step_techniques_note``, ``resource_refs``, ``resources_note``) + ``\\n\\n---\\n\\n`` +

@@ -1,4 +1,4 @@
-"""``batch_block`` for next_activity's ``_meta.batch`` (design §5.4); the arithmetic lives in ``batch_bound``.
+"""``batch_block`` for next_activity's ``_meta.batch``; the arithmetic lives in ``batch_bound``.
 
 Recreated by the delivery helper with the signature ``navigation.py`` imports (an earlier version of this
 file was overwritten by mistake); both tools now share one implementation of the batch bound.

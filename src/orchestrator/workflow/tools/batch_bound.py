@@ -1,4 +1,4 @@
-"""Dispatch accounting and the batch bound (design §5.4). Pure functions over a session's history.
+"""Dispatch accounting and the batch bound. Pure functions over a session's history.
 
 A *batch* is the run of activities one delivery scope (worker context) has taken: the distinct
 activities of its ``activity_dispatched`` events that carry a measured ``chars``. What it has been

@@ -1,4 +1,4 @@
-"""One-call bootstrap decisions for a fresh durable ``meta`` start (spec §4 start_session step 7). Pure.
+"""One-call bootstrap decisions for a fresh durable ``meta`` start. Pure.
 
 ``resume_phrases(lexicon_text)`` reads the affirmative phrases of ``meta/resources/resume-intent-lexicon.md``
 (bullet items, or backticked items in table rows, of the sections before any "not"/"negative" heading);

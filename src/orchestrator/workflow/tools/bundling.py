@@ -1,4 +1,4 @@
-"""Eager step-technique bundling for get_activity (design §5.2): budget, gates, decisions, notes. Pure.
+"""Eager step-technique bundling for get_activity: budget, gates, decisions, notes. Pure.
 
 A technique step is a bundling candidate when its gate — its own ``when``/``condition`` and those of every
 enclosing loop, and-combined — answers *true* against the bag at activity open. A gate has no answer

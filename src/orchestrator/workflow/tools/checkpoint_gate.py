@@ -1,4 +1,4 @@
-"""Pure rules of the checkpoint gate (design §4), used by ``tools/checkpoints.py``.
+"""Pure rules of the checkpoint gate, used by ``tools/checkpoints.py``.
 
 Nothing here reads or writes a session: each function takes the active checkpoint, its definition and
 the call's arguments and either returns what to record or raises the ``CheckpointError`` that refuses

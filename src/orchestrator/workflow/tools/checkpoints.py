@@ -1,7 +1,7 @@
 """The checkpoint tools: ``yield_checkpoint``, ``present_checkpoint``, ``respond_checkpoint``, ``resume_checkpoint``.
 
 A worker *yields* a checkpoint (declared in its current activity, or an ad hoc gate it describes itself);
-that sets ``activeCheckpoint`` and locks the session (§3). The user-facing agent *presents* it, asks the
+that sets ``activeCheckpoint`` and locks the session. The user-facing agent *presents* it, asks the
 user and *responds*; the response clears the gate, is stored under ``"<activity>-<checkpoint>"`` and
 applies the option's effects (``setVariable``, ``recordReply``, ``skipActivities``; ``transitionTo`` is
 only reported). The worker then *resumes* and learns the answer. Yielding an answered checkpoint again

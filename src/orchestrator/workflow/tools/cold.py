@@ -1,4 +1,4 @@
-"""The tools callable without a session: ``discover``, ``list_workflows``, ``health_check`` (spec §4)."""
+"""The tools callable without a session: ``discover``, ``list_workflows``, ``health_check``."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ REPO_BINDING = "required_on_start_session"
 
 
 def repo_binding(state: ServerState) -> str:
-    """The literal of spec §4: ``required_on_start_session``. The session's repository is always settled by
+    """The literal ``required_on_start_session``. The session's repository is always settled by
     ``start_session`` (``repo``, or the origin of ``working_directory``; a repo pin supplies it in pinned mode)."""
     return REPO_BINDING
 

@@ -138,7 +138,7 @@ class ToolCall:
         """Locate the session (default: the ``session_index`` argument) and make it this call's session.
 
         ``lock=True`` refuses (``CHECKPOINT_ACTIVE``, text ``Active checkpoint '<id>' …``) when a checkpoint
-        is active — the §3 lock for get_workflow, next_activity, get_activity, get_technique, get_resource
+        is active — the checkpoint lock for get_workflow, next_activity, get_activity, get_technique, get_resource
         and get_trace. Store errors (``INVALID_INDEX``, ``NOT_FOUND``, ``SEAL_MISMATCH`` …) propagate.
         """
         target = index if index is not None else self.args["session_index"]

@@ -1,4 +1,4 @@
-"""Delivery tools: ``get_activity``, ``get_technique`` and ``get_resource`` (design §4, §5).
+"""Delivery tools: ``get_activity``, ``get_technique`` and ``get_resource``.
 
 All three are refused under an active checkpoint, write the session once (seq + 1) and record what they
 delivered in the reference-delivery ledger (``ledger``). get_activity's composition (eager bundling, batch

@@ -1,4 +1,4 @@
-"""The projections ``inspect_session`` returns (spec §4), pure functions of one ``SessionFile``.
+"""The projections ``inspect_session`` returns, pure functions of one ``SessionFile``.
 
 ``render_view(state, view)`` returns ``{<view>: payload}`` for one view, or every summary view
 (identity, activities, variables, checkpoints, history, children) for ``summary``; ``usage`` is separate.
@@ -160,7 +160,7 @@ def _ms_between(start: str, end: str) -> int | None:
 
 
 def usage_view(state: SessionFile) -> dict[str, Any]:
-    """Usage rows, delta totals, latest cumulative per agent and what is missing (spec §4 usage view)."""
+    """Usage rows, delta totals, latest cumulative per agent and what is missing."""
     rows = _usage_rows(state)
     latest: dict[str, Any] = {}
     for row in rows:
@@ -211,7 +211,7 @@ def _children(state: SessionFile) -> list[dict[str, Any]]:
 def render_view(
     state: SessionFile, view: str, *, variable: str | None = None, agent_id: str | None = None
 ) -> Any:
-    """One view's own projection (§4), or ``{view name: projection}`` of the summary views for ``summary``.
+    """One view's own projection, or ``{view name: projection}`` of the summary views for ``summary``.
 
     ``variables`` with ``variable`` is that variable's bare value; an unset one is
     ``{"variable": <name>, "present": false}``."""

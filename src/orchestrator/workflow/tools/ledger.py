@@ -1,4 +1,4 @@
-"""The reference-delivery ledger (design §5.1): content hashes, ledger keys, modes and unchanged markers.
+"""The reference-delivery ledger: content hashes, ledger keys, modes and unchanged markers.
 
 Pure functions plus two small per-call trackers. The ledger lives in ``SessionFile.deliveredContent`` as
 ``{scope: {key: hash}}``; the *scope* is the calling context (``agent_id`` argument, else the session's

@@ -1,4 +1,4 @@
-"""Advisory checks of what next_activity is told (spec §6 warnings 4–11, 13). Pure apart from listing files.
+"""Advisory checks of what next_activity is told. Pure apart from listing files.
 
 Every function returns warning texts; none raises for odd input (a manifest is evidence, not a command).
 """

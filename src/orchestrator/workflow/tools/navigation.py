@@ -1,4 +1,4 @@
-"""``get_workflow`` and ``next_activity`` (spec §4): the orchestrator's map and its one move.
+"""``get_workflow`` and ``next_activity``: the orchestrator's map and its one move.
 
 get_workflow answers the orchestrator technique bundle, a ``\\n\\n---\\n\\n`` separator and the workflow
 summary (rules, variables, initialActivity, activity stubs with their exits). next_activity validates the

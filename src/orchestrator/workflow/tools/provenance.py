@@ -1,4 +1,4 @@
-"""Binding-seam provenance for step-bound technique deliveries (design §5.3). Pure.
+"""Binding-seam provenance for step-bound technique deliveries. Pure.
 
 For a technique fetched through a step (get_technique with ``step_id``, or an eagerly bundled step), each
 of the technique's own inputs gets a ``source:`` saying where its value comes from, remapped outputs get a

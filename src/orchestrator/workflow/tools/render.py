@@ -1,4 +1,4 @@
-"""Wire text for tool results: JSON with 2-space indent, YAML without line folding (§3 of the spec)."""
+"""Wire text for tool results: JSON with 2-space indent, YAML without line folding."""
 
 from __future__ import annotations
 

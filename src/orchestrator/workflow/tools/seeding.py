@@ -1,4 +1,4 @@
-"""Building new sessions: the seeded variable bag and a child embedded in its parent (spec §2.2, §4).
+"""Building new sessions: the seeded variable bag and a child embedded in its parent.
 
 ``seed_bag`` is pure; ``embed_child`` only derives the child's index from the server key.
 """

@@ -1,4 +1,4 @@
-"""``start_session`` and ``dispatch_child`` (spec §4): opening, resuming, bootstrapping and embedding sessions.
+"""``start_session`` and ``dispatch_child``: opening, resuming, bootstrapping and embedding sessions.
 
 start_session, in order: a relative ``planning_folder`` fails; a folder holding ``session.json`` resumes
 (seal verified, drift applied in at most one write); an unknown workflow fails; ``meta`` without

@@ -1,4 +1,4 @@
-"""Read-side and bookkeeping tools (spec §4): ``get_workflow_status``, ``inspect_session``, ``record_usage``,
+"""Read-side and bookkeeping tools: ``get_workflow_status``, ``inspect_session``, ``record_usage``,
 ``get_trace``.
 
 get_workflow_status and inspect_session never write and work under an active checkpoint; record_usage
@@ -93,7 +93,7 @@ def get_workflow_status(call: ToolCall) -> ToolResult:
 
 
 def inspect_session(call: ToolCall) -> ToolResult:
-    """The answer is the view's own shape (§4): the summary object, one view's object, or one variable's bare
+    """The answer is the view's own shape: the summary object, one view's object, or one variable's bare
     value. Which session, view and child it describes travel in ``_meta`` (``view``, ``child_index``)."""
     args = call.args
     s = call.open()
