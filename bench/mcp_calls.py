@@ -135,7 +135,7 @@ SAVE_LOOP = """
 import json, sys, time
 from pathlib import Path
 from orchestrator.workflow.session import SessionStore, load_or_create_key, new_session_file, planning_root, touch
-from orchestrator.workflow.settings import load_workflow_settings
+from orchestrator.workflow.serverconfig import load_workflow_settings
 work, n = Path(sys.argv[1]), int(sys.argv[2])
 settings = load_workflow_settings({"WORKFLOW_WORKSPACE": str(work), "WORKFLOW_SERVER_KEY_DIR": str(work / "k"),
                                    "TMPDIR": str(work / "t")}, {})

@@ -66,13 +66,13 @@ def build_server() -> Any:
 def serve_stdio(sdk_wire: bool) -> None:
     import anyio
 
-    from orchestrator.runsface.stdio import run_stdio
+    from orchestrator.workflow import stdio
 
     server = build_server()
     if sdk_wire:
         anyio.run(server.run_stdio_async, backend="trio")
     else:
-        anyio.run(run_stdio, server, backend="trio")
+        anyio.run(stdio.serve_stdio, server, backend="trio")
 
 
 def _settings(root: Path, servers: dict[str, Any]) -> Any:

@@ -23,8 +23,8 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from orchestrator.workflow.server import WorkflowMCP, build_state
-from orchestrator.workflow.session.state import SessionFile
-from orchestrator.workflow.settings import load_workflow_settings
+from orchestrator.workflow.serverconfig import load_workflow_settings
+from orchestrator.workflow.session.sessionfile import SessionFile
 from orchestrator.workflow.tools.runtime import JsonLog
 
 WORKFLOWS = Path(__file__).resolve().parents[1] / "workflows"

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestrator.workflow.errors import SessionStoreError
+from orchestrator.workflow.serverconfig import load_workflow_settings
 from orchestrator.workflow.session import (
     SEAL_FILE,
     SESSION_FILE,
@@ -26,7 +27,6 @@ from orchestrator.workflow.session import (
     new_session_file,
     seal,
 )
-from orchestrator.workflow.settings import load_workflow_settings
 
 KEY = bytes(range(32))
 _DIR = Path(tempfile.mkdtemp(prefix="fuzz-workflow-session-"))

@@ -42,7 +42,7 @@ from hypothesis.control import currently_in_test_context
 from orchestrator.workflow.corpus.model import Corpus, Workflow
 from orchestrator.workflow.errors import SessionStoreError
 from orchestrator.workflow.server import TOOL_TABLE, WorkflowMCP, build_server, build_state
-from orchestrator.workflow.settings import load_workflow_settings
+from orchestrator.workflow.serverconfig import load_workflow_settings
 from orchestrator.workflow.tools.context import ToolSpec
 from orchestrator.workflow.tools.runtime import JsonLog
 

@@ -1,4 +1,4 @@
-"""ORCHESTRATOR_* overrides: the table, strict value parsing, per-field merge and the trigger trio rule."""
+"""ORCHESTRATOR_* overrides: strict value parsing, per-field merge and the trigger trio rule."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.config import ENV_OVERRIDES
 from orchestrator.config.deployment import Deployment, decode_deployment, field_value
 from orchestrator.config.overrides import (
     Override,
@@ -22,6 +21,7 @@ from orchestrator.config.overrides import (
     parse_overrides,
     parse_positive_int,
 )
+from orchestrator.config.overridetable import ENV_OVERRIDES
 
 FIXTURES = Path(__file__).parent / "fixtures"
 INT_VARIABLES = [row.variable for row in ENV_OVERRIDES if row.kind == "positive_int"]
@@ -32,28 +32,6 @@ def _fixture(name: str) -> Deployment:
     deployment, problems = decode_deployment((FIXTURES / name).read_bytes())
     assert deployment is not None, problems
     return deployment
-
-
-def test_the_table_is_the_seeds_sixteen_variables() -> None:
-    assert {row.variable: row.field for row in ENV_OVERRIDES} == {
-        "ORCHESTRATOR_MODEL": "model.name",
-        "ORCHESTRATOR_API_BASE": "model.apiBase",
-        "ORCHESTRATOR_MODEL_CONTEXT_WINDOW": "model.contextWindow",
-        "ORCHESTRATOR_TEMPERATURE": "model.generation.temperature",
-        "ORCHESTRATOR_MAX_TOKENS": "model.generation.maxTokens",
-        "ORCHESTRATOR_MAX_AGENT_DEPTH": "executor.maxAgentDepth",
-        "ORCHESTRATOR_TOOL_TIMEOUT_SECONDS": "executor.defaultToolTimeoutSeconds",
-        "ORCHESTRATOR_MAX_COMPACTION_ATTEMPTS": "executor.maxCompactionAttempts",
-        "ORCHESTRATOR_CONTEXT_PRESSURE_THRESHOLD": "executor.contextPressureThreshold",
-        "ORCHESTRATOR_CONTEXT_HANDLER_ROLE": "executor.contextHandlerRole",
-        "ORCHESTRATOR_INQUIRY_HANDLER_ROLE": "executor.inquiryHandlerRole",
-        "ORCHESTRATOR_INTERRUPT_HANDLER_ROLE": "executor.interruptTriggers.handlerRole",
-        "ORCHESTRATOR_INTERRUPT_EVERY_TOOL_CALLS": "executor.interruptTriggers.everyToolCalls",
-        "ORCHESTRATOR_INTERRUPT_EVERY_TOKENS": "executor.interruptTriggers.everyTokens",
-        "ORCHESTRATOR_INTERRUPT_PLAN_OWNER_ROLE": "executor.interruptTriggers.planOwnerRole",
-        "ORCHESTRATOR_MAX_TOOL_OUTPUT_CHARS": "contextPolicy.maxToolOutputChars",
-    }
-    assert len(ENV_OVERRIDES) == 16
 
 
 @pytest.mark.parametrize("text", ["0x1a", "1e3", "8080.0", " 12", "12 ", "+5", "0", "-3", "00", "1_000", "١٢", "12\n"])

@@ -17,7 +17,7 @@ import pytest
 from orchestrator import defaults
 from orchestrator.config import load_settings
 from orchestrator.defaults import PACKAGED, packaged_path
-from orchestrator.workflow.settings import BUNDLED_WORKFLOW_DIR
+from orchestrator.workflow.serverconfig import BUNDLED_WORKFLOW_DIR
 
 from .conftest import REPO
 

@@ -97,7 +97,7 @@ class InProcess(_Calls):
         self, root: Path, workflow_dir: Path = WORKFLOWS, *, floor: str = "3", controlled_clock: bool = True
     ) -> None:
         from orchestrator.workflow.server import WorkflowMCP, build_state
-        from orchestrator.workflow.settings import load_workflow_settings
+        from orchestrator.workflow.serverconfig import load_workflow_settings
         from orchestrator.workflow.tools.runtime import JsonLog
 
         for name in ("ws", "tmp"):

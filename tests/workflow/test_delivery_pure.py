@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from orchestrator.workflow.corpus import Activity, Condition, FlatStep, Step, TechniqueBinding
-from orchestrator.workflow.session.state import HistoryEvent, new_history, new_session_file
+from orchestrator.workflow.session.sessionfile import HistoryEvent, new_history, new_session_file
 from orchestrator.workflow.tools import batch_bound as bb
 from orchestrator.workflow.tools import bundling as bd
 from orchestrator.workflow.tools import ledger as lg

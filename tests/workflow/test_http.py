@@ -15,7 +15,7 @@ import pytest
 from tests.workflow.conftest import McpProcess
 
 from orchestrator.workflow.http import HttpGuard, guard_from_env, is_loopback
-from orchestrator.workflow.settings import load_workflow_settings
+from orchestrator.workflow.serverconfig import load_workflow_settings
 
 TOKEN = "s3cret-token-for-tests"
 

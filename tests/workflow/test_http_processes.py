@@ -128,9 +128,9 @@ HOLDER = textwrap.dedent(
     import sys
     from pathlib import Path
     from orchestrator.workflow.session.keys import LazyKey
-    from orchestrator.workflow.session.state import new_history
+    from orchestrator.workflow.session.sessionfile import new_history
     from orchestrator.workflow.session.store import SessionStore
-    from orchestrator.workflow.settings import load_workflow_settings
+    from orchestrator.workflow.serverconfig import load_workflow_settings
     import msgspec
     settings = load_workflow_settings({"WORKFLOW_WORKSPACE": sys.argv[1], "WORKFLOW_SERVER_KEY_DIR": sys.argv[2],
                                        "TMPDIR": sys.argv[3]})

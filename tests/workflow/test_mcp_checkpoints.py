@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from orchestrator.workflow.session.state import SessionFile
+from orchestrator.workflow.session.sessionfile import SessionFile
 from orchestrator.workflow.tools import checkpoints
 
 from .conftest import WORKFLOWS, McpProcess

@@ -23,7 +23,7 @@ from tests.workflow.conftest import REPO, McpProcess
 
 from orchestrator.workflow.session.canonical import canonical_bytes
 from orchestrator.workflow.session.keys import seal
-from orchestrator.workflow.session.state import ActiveCheckpoint, SessionFile, new_history
+from orchestrator.workflow.session.sessionfile import ActiveCheckpoint, SessionFile, new_history
 
 MY_TOOLS = {
     "discover",

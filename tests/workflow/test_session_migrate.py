@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator.workflow.errors import SessionStoreError
+from orchestrator.workflow.serverconfig import load_workflow_settings
 from orchestrator.workflow.session import SessionStore, load_or_create_key, planning_root
 from orchestrator.workflow.session.migrate import legacy_session, legacy_token_payload, migrate_folder
-from orchestrator.workflow.settings import load_workflow_settings
 
 NOW = 1_800_000_000.0
 

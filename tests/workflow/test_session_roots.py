@@ -1,4 +1,4 @@
-"""Roots, slugs, repo names, host/server paths, and checkout facts read from real git repositories."""
+"""Roots per root mode, slugs, host/server paths, and checkout facts read from real git repositories."""
 
 from __future__ import annotations
 
@@ -8,21 +8,19 @@ from pathlib import Path
 import pytest
 
 from orchestrator.workflow.errors import ParameterError, SessionStoreError
+from orchestrator.workflow.serverconfig import WorkflowSettings, load_workflow_settings, root_mode
 from orchestrator.workflow.session import (
     check_new_planning_folder,
     dated_slug,
     derive_checkout,
     next_free_slug,
-    normalise_repo,
     planning_root,
     project_planning_root,
-    root_mode,
     search_roots,
     to_host_path,
     to_server_path,
     validate_slug,
 )
-from orchestrator.workflow.settings import WorkflowSettings, load_workflow_settings
 
 
 def _settings(tmp_path: Path, **env: str) -> WorkflowSettings:
@@ -111,31 +109,7 @@ def test_new_planning_folder_must_sit_directly_under_the_root(tmp_path: Path) ->
         assert str(root) in caught.value.message
 
 
-# ------------------------------------------------------------------------------------------ repos, paths
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        ("acme/widgets", "acme/widgets"),
-        (" acme/widgets/ ", "acme/widgets"),
-        ("git@github.com:acme/widgets.git", "acme/widgets"),
-        ("https://github.com/acme/widgets", "acme/widgets"),
-        ("https://github.com/acme/widgets.git", "acme/widgets"),
-        ("https://user@github.com/acme/my.repo.git/", "acme/my.repo"),
-        ("ssh://git@github.com/acme/widgets.git", "acme/widgets"),
-        ("github.com/acme/widgets", "acme/widgets"),
-    ],
-)
-def test_normalise_repo(raw: str, expected: str) -> None:
-    assert normalise_repo(raw) == expected
-
-
-@pytest.mark.parametrize("bad", ["widgets", "a/b/c", "https://github.com/acme", "../x", "acme/..", ""])
-def test_normalise_repo_rejects_naming_the_value(bad: str) -> None:
-    with pytest.raises(ParameterError) as caught:
-        normalise_repo(bad)
-    assert f"'{bad}'" in caught.value.message
+# ------------------------------------------------------------------------------------------ paths
 
 
 def test_host_server_path_mapping(tmp_path: Path) -> None:

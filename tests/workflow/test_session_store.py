@@ -15,6 +15,7 @@ import msgspec
 import pytest
 
 from orchestrator.workflow.errors import SessionStoreError, WorkspaceConfigError
+from orchestrator.workflow.serverconfig import WorkflowSettings, load_workflow_settings
 from orchestrator.workflow.session import (
     SEAL_FILE,
     SESSION_FILE,
@@ -32,7 +33,6 @@ from orchestrator.workflow.session import (
     touch,
 )
 from orchestrator.workflow.session.store import PENDING_SEAL_FILE, ROOTS_FILE
-from orchestrator.workflow.settings import WorkflowSettings, load_workflow_settings
 
 T0 = 1_767_225_600.0
 
@@ -510,7 +510,7 @@ import sys, time
 from pathlib import Path
 import msgspec
 from orchestrator.workflow.session import SessionStore, load_or_create_key, touch
-from orchestrator.workflow.settings import load_workflow_settings
+from orchestrator.workflow.serverconfig import load_workflow_settings
 settings = load_workflow_settings({"WORKFLOW_WORKSPACE": sys.argv[1], "WORKFLOW_SERVER_KEY_DIR": sys.argv[2],
                                    "TMPDIR": sys.argv[3]}, {})
 store = SessionStore(settings, load_or_create_key(settings.key_dir))

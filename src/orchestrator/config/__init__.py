@@ -21,7 +21,7 @@ from orchestrator.config.deployment import (
     ModelConfig,
 )
 from orchestrator.config.guild import Guild, Role, ToolManifest, load_guild
-from orchestrator.config.overrides import ENV_OVERRIDES
+from orchestrator.config.overridetable import ENV_OVERRIDES
 from orchestrator.config.probe import probe_model
 from orchestrator.config.secrets import read_secret
 from orchestrator.config.settings import (

@@ -11,15 +11,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Any
 
 import msgspec
 
 from orchestrator.config.deployment import Deployment, InterruptTriggers, attr_name
+from orchestrator.config.overridetable import ENV_OVERRIDES, ValueKind
 
 __all__ = [
-    "ENV_OVERRIDES",
-    "EnvOverride",
     "Override",
     "apply_overrides",
     "parse_finite_float",
@@ -27,37 +26,6 @@ __all__ = [
     "parse_overrides",
     "parse_positive_int",
 ]
-
-ValueKind = Literal["string", "positive_int", "finite_float", "fraction"]
-
-
-class EnvOverride(NamedTuple):
-    """One row of the override table: the variable, the dotted wire path it sets, how it parses."""
-
-    variable: str
-    field: str
-    kind: ValueKind
-
-
-#: The seed's table, in its order. Nothing else named ORCHESTRATOR_* touches the deployment.
-ENV_OVERRIDES: tuple[EnvOverride, ...] = (
-    EnvOverride("ORCHESTRATOR_MODEL", "model.name", "string"),
-    EnvOverride("ORCHESTRATOR_API_BASE", "model.apiBase", "string"),
-    EnvOverride("ORCHESTRATOR_MODEL_CONTEXT_WINDOW", "model.contextWindow", "positive_int"),
-    EnvOverride("ORCHESTRATOR_TEMPERATURE", "model.generation.temperature", "finite_float"),
-    EnvOverride("ORCHESTRATOR_MAX_TOKENS", "model.generation.maxTokens", "positive_int"),
-    EnvOverride("ORCHESTRATOR_MAX_AGENT_DEPTH", "executor.maxAgentDepth", "positive_int"),
-    EnvOverride("ORCHESTRATOR_TOOL_TIMEOUT_SECONDS", "executor.defaultToolTimeoutSeconds", "positive_int"),
-    EnvOverride("ORCHESTRATOR_MAX_COMPACTION_ATTEMPTS", "executor.maxCompactionAttempts", "positive_int"),
-    EnvOverride("ORCHESTRATOR_CONTEXT_PRESSURE_THRESHOLD", "executor.contextPressureThreshold", "fraction"),
-    EnvOverride("ORCHESTRATOR_CONTEXT_HANDLER_ROLE", "executor.contextHandlerRole", "string"),
-    EnvOverride("ORCHESTRATOR_INQUIRY_HANDLER_ROLE", "executor.inquiryHandlerRole", "string"),
-    EnvOverride("ORCHESTRATOR_INTERRUPT_HANDLER_ROLE", "executor.interruptTriggers.handlerRole", "string"),
-    EnvOverride("ORCHESTRATOR_INTERRUPT_EVERY_TOOL_CALLS", "executor.interruptTriggers.everyToolCalls", "positive_int"),
-    EnvOverride("ORCHESTRATOR_INTERRUPT_EVERY_TOKENS", "executor.interruptTriggers.everyTokens", "positive_int"),
-    EnvOverride("ORCHESTRATOR_INTERRUPT_PLAN_OWNER_ROLE", "executor.interruptTriggers.planOwnerRole", "string"),
-    EnvOverride("ORCHESTRATOR_MAX_TOOL_OUTPUT_CHARS", "contextPolicy.maxToolOutputChars", "positive_int"),
-)
 
 _TRIGGERS = "executor.interruptTriggers"
 #: The variables that must arrive together to introduce an interruptTriggers section.

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cache
 from pathlib import Path
 
 import msgspec
+
+from orchestrator.config.overridetable import ENV_OVERRIDES
 
 __all__ = [
     "API_KEY_FILES",
@@ -41,6 +42,9 @@ __all__ = [
     "secret_values",
     "tool_environment",
 ]
+
+#: The deployment overrides: configuration, whatever their names say.
+_OVERRIDE_VARIABLES = frozenset(row.variable for row in ENV_OVERRIDES)
 
 DEFAULT_SECRETS_DIR = Path("/run/secrets")
 API_KEY_VARIABLE = "ORCHESTRATOR_API_KEY"
@@ -125,15 +129,7 @@ def looks_secret(name: str) -> bool:
     The deployment overrides are configuration, not secrets, whatever their names say
     (``ORCHESTRATOR_MAX_TOKENS``, ``ORCHESTRATOR_INTERRUPT_EVERY_TOKENS``).
     """
-    return _SECRET_NAME.search(name) is not None and name not in _override_variables()
-
-
-@cache
-def _override_variables() -> frozenset[str]:
-    # Imported here: the deployment module (which overrides builds on) itself reads secrets.
-    from orchestrator.config.overrides import ENV_OVERRIDES
-
-    return frozenset(row.variable for row in ENV_OVERRIDES)
+    return _SECRET_NAME.search(name) is not None and name not in _OVERRIDE_VARIABLES
 
 
 def _allow_list(env: Mapping[str, str]) -> frozenset[str]:

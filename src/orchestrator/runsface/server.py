@@ -19,7 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from orchestrator.engine.effort import Effort
 from orchestrator.engine.runfolder import TERMINAL_STATUSES
 from orchestrator.runsface.client import ServiceClient, ServiceUnavailable
-from orchestrator.runsface.stdio import run_stdio
+from orchestrator.workflow.stdio import serve_stdio
 
 __all__ = ["build_runs_server", "serve_runs_face"]
 
@@ -177,5 +177,5 @@ def serve_runs_face(server_url: str, workspace: Path | None, env: Mapping[str, s
     """Serve the runs face on stdio until stdin closes."""
     server = build_runs_server(ServiceClient(server_url, env, workspace))
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request would drown stderr
-    anyio.run(run_stdio, server, backend="trio")
+    anyio.run(serve_stdio, server, backend="trio")
     return 0

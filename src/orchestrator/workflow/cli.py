@@ -44,7 +44,7 @@ def run_mcp(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if args.face == "runs" or args.server:
         return _runs_face(args, env)
     from orchestrator.workflow.errors import WorkflowError
-    from orchestrator.workflow.settings import load_workflow_settings
+    from orchestrator.workflow.serverconfig import load_workflow_settings
 
     flags = {key: value for key, value in vars(args).items() if key not in ("face", "server")}
     try:
@@ -52,7 +52,7 @@ def run_mcp(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     except WorkflowError as exc:
         print(f"orchestrator mcp: invalid configuration: {exc.message}", file=sys.stderr)
         return EXIT_CONFIG
-    from orchestrator.workflow.server import serve_main
+    from orchestrator.workflow.launch import serve_main
 
     return serve_main(settings, env, hard_exit=True)
 

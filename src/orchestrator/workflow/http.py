@@ -30,22 +30,20 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
-from orchestrator.workflow.settings import WorkflowSettings
+from orchestrator.workflow.server import WorkflowMCP, preload_corpus
+from orchestrator.workflow.serverconfig import WorkflowSettings
 from orchestrator.workflow.tools.context import ServerState
-
-if TYPE_CHECKING:
-    from orchestrator.workflow.server import WorkflowMCP
 
 __all__ = ["HttpGuard", "build_http_app", "guard_from_env", "is_loopback", "readiness", "run_http"]
 
 Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
+AsgiMessage = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[AsgiMessage]]
+Send = Callable[[AsgiMessage], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MCP_PATH = "/mcp"
@@ -193,7 +191,7 @@ def build_http_app(inner: ASGIApp, guard: HttpGuard, state: ServerState) -> ASGI
         path = scope.get("path", "")
         method = scope.get("method", "GET")
 
-        async def send_with_id(message: Message) -> None:
+        async def send_with_id(message: AsgiMessage) -> None:
             if message["type"] == "http.response.start":
                 headers = [h for h in message.get("headers", []) if h[0].lower() != b"x-request-id"]
                 message = {**message, "headers": [*headers, (b"x-request-id", request_id.encode("latin-1", "replace"))]}
@@ -240,8 +238,6 @@ async def run_http(
     from hypercorn.config import Config
     from hypercorn.trio import serve
     from mcp.server.transport_security import TransportSecuritySettings
-
-    from orchestrator.workflow.server import preload_corpus
 
     inner = server.streamable_http_app(
         streamable_http_path=MCP_PATH,

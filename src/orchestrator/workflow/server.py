@@ -1,10 +1,12 @@
-"""``orchestrator mcp``: the workflow server on the official ``mcp`` SDK, trio backend, stdio transport.
+"""The workflow server on the official ``mcp`` SDK: its tools, the call pipeline, its shared state.
+
+Transport-free: ``launch.py`` starts it on stdio (``launch.run_stdio``) or Streamable HTTP (``http.py``).
 
 Every tool is a row of ``TOOL_TABLE`` (one ``ToolSpec`` per tool, exported by its ``tools/`` module). A
 call runs this pipeline, in ``WorkflowMCP.call_tool``:
 
 1. validate the arguments against the tool's explicit schema (``InvalidParams: …`` before any handler);
-2. run the synchronous handler with a ``ToolCall``;
+2. run the synchronous handler with an ``McpCall``;
 3. map ``WorkflowError`` to an ``isError`` result whose text is ``str(err)`` (``CODE: message``); any other
    exception is logged with its traceback and reported as ``InternalError: …``;
 4. append a trace event for the call's session (every call carrying ``session_index``, success or error);
@@ -18,34 +20,30 @@ from __future__ import annotations
 import logging
 import os
 import re
-import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import anyio
 import trio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.resources import FunctionResource
-from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, TextContent
 from mcp.types import Tool as MCPTool
 
-from orchestrator.workflow.errors import SessionStoreError, WorkflowError, WorkspaceConfigError
+from orchestrator.workflow.errors import WorkflowError, WorkspaceConfigError
+from orchestrator.workflow.serverconfig import WorkflowSettings
 from orchestrator.workflow.session.keys import KEY_FILE_NAME, LazyKey
 from orchestrator.workflow.session.store import SessionStore
 from orchestrator.workflow.session.trace import TraceStore, new_trace_event
-from orchestrator.workflow.settings import WorkflowSettings
-from orchestrator.workflow.stdio import claim_stdio
 from orchestrator.workflow.tools import checkpoints, cold, delivery, navigation, sessions, status
-from orchestrator.workflow.tools.context import ServerState, ToolCall, ToolResult, ToolSpec
+from orchestrator.workflow.tools.context import McpCall, McpReply, ServerState, ToolSpec
 from orchestrator.workflow.tools.params import validate_args
 from orchestrator.workflow.tools.render import to_json
 from orchestrator.workflow.tools.runtime import CorpusCache, JsonLog
 
-__all__ = ["TOOL_TABLE", "WorkflowMCP", "build_server", "build_state", "run_stdio", "serve_main"]
+__all__ = ["TOOL_TABLE", "WorkflowMCP", "build_server", "build_state", "preload_corpus"]
 
 # One row per tool. A new tools module adds its ToolSpecs here, one line each.
 TOOL_TABLE: tuple[ToolSpec, ...] = (
@@ -184,10 +182,10 @@ class WorkflowMCP(MCPServer):
         started = time.perf_counter()
         spec = self.specs.get(name)
         raw = dict(arguments or {})
-        call = ToolCall(self.state, name, {})
+        call = McpCall(self.state, name, {})
         raw_index = raw.get("session_index")
         call.trace_index = raw_index if isinstance(raw_index, str) else None
-        result: ToolResult | None = None
+        result: McpReply | None = None
         error: str | None = None
         code: str | None = None
         try:
@@ -208,7 +206,7 @@ class WorkflowMCP(MCPServer):
         assert result is not None
         return CallToolResult(content=[TextContent(type="text", text=result.text)], _meta=result.meta)
 
-    def _trace(self, call: ToolCall, ms: float, error: str | None, code: str | None) -> None:
+    def _trace(self, call: McpCall, ms: float, error: str | None, code: str | None) -> None:
         index = call.trace_index
         if index is None or not _INDEX.fullmatch(index) or code in _UNTRACED_CODES:
             return
@@ -236,7 +234,7 @@ class WorkflowMCP(MCPServer):
         if warning:
             self.state.log.warn("trace_evicted", message=warning)
 
-    def _audit(self, call: ToolCall, raw: dict[str, Any], ms: float, error: str | None, code: str | None) -> None:
+    def _audit(self, call: McpCall, raw: dict[str, Any], ms: float, error: str | None, code: str | None) -> None:
         fields: dict[str, Any] = {"tool": call.tool, "ms": round(ms, 3), "outcome": "error" if error else "ok"}
         if call.trace_index:
             fields["session_index"] = call.trace_index
@@ -294,7 +292,7 @@ def _generated_schema(name: str) -> Any:
 
     from orchestrator.workflow.corpus import model
     from orchestrator.workflow.corpus.conditions import Condition
-    from orchestrator.workflow.session.state import SessionFile
+    from orchestrator.workflow.session.sessionfile import SessionFile
 
     target: Any = {
         "workflow": model.WorkflowDef,
@@ -308,108 +306,3 @@ def _generated_schema(name: str) -> Any:
 
 def build_server(state: ServerState, tools: Sequence[ToolSpec] = TOOL_TABLE) -> WorkflowMCP:
     return WorkflowMCP(state, tools)
-
-
-def _configure_logging(log: JsonLog) -> None:
-    """Route Python logging (the SDK's included) to JSON lines on stderr, warnings and above."""
-
-    class _Handler(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            level = "error" if record.levelno >= logging.ERROR else "warn"
-            log._emit(level, record.getMessage(), {"logger": record.name})
-
-    root = logging.getLogger()
-    root.handlers[:] = [_Handler()]
-    root.setLevel(logging.WARNING)
-
-
-async def run_stdio(server: WorkflowMCP) -> None:
-    """Serve MCP on this process's stdin/stdout until the client closes stdin.
-
-    The wire runs on trio's own pipe streams (``stdio.claim_stdio``) instead of the SDK's thread-backed
-    file wrappers, saving three worker-thread hops per request; fd 0/1 are diverted while serving.
-    """
-    reader, writer, release = claim_stdio()
-    try:
-        async with (
-            stdio_server(stdin=reader, stdout=writer) as (read_stream, write_stream),  # type: ignore[arg-type]
-            trio.open_nursery() as nursery,
-        ):
-            nursery.start_soon(preload_corpus, server.state)
-            lowlevel = server._lowlevel_server
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
-            nursery.cancel_scope.cancel()
-    finally:
-        release()
-
-
-def _first_os_error(group: BaseExceptionGroup[BaseException]) -> OSError | None:
-    matched = group.split(OSError)[0]
-    while isinstance(matched, BaseExceptionGroup):
-        matched = matched.exceptions[0]
-    return matched if isinstance(matched, OSError) else None
-
-
-def _config_error(log: JsonLog, message: str) -> int:
-    print(f"orchestrator mcp: invalid configuration: {message}", file=sys.stderr, flush=True)
-    log.error("config_error", error=message)
-    return 2
-
-
-def serve_main(settings: WorkflowSettings, env: Mapping[str, str], *, hard_exit: bool = False) -> int:
-    """Build and run the server (stdio until stdin closes; HTTP until SIGTERM/SIGINT). Returns the exit code
-    (2 on bad config, an HTTP bind beyond loopback without ``WORKFLOW_SERVER_TOKEN`` included).
-
-    ``hard_exit`` ends the process with ``os._exit`` once the server has stopped, skipping interpreter
-    teardown (seconds with the SDK's module graph loaded); every session write is already durable.
-    """
-    log = JsonLog()
-    _configure_logging(log)
-    guard = None
-    if settings.transport == "http":
-        from orchestrator.workflow.http import guard_from_env
-
-        try:
-            guard = guard_from_env(settings, env)
-        except ValueError as exc:
-            return _config_error(log, str(exc))
-    try:
-        state = build_state(settings, log=log, env=env, preload=False)  # loaded while the client connects
-        server = build_server(state)
-    except (WorkspaceConfigError, SessionStoreError) as exc:
-        return _config_error(log, exc.message)
-    log.info(
-        "server_started",
-        name=settings.server_name,
-        version=settings.server_version,
-        workflow_dir=str(settings.workflow_dir),
-        workspace=str(settings.workspace) if settings.workspace else None,
-        pid=os.getpid(),
-        transport=settings.transport,
-    )
-    try:
-        if guard is not None:
-            from orchestrator.workflow.http import run_http
-
-            def listening(binds: list[str]) -> None:
-                urls = [f"{bind}/mcp" for bind in binds]
-                log.info("http_listening", urls=urls, token_required=guard.token is not None)
-
-            anyio.run(run_http, server, settings, guard, listening, backend="trio")
-        else:
-            anyio.run(run_stdio, server, backend="trio")
-    except KeyboardInterrupt:
-        return 130
-    except OSError as exc:  # e.g. the port is taken
-        return _config_error(log, f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}")
-    except BaseExceptionGroup as group:  # the same, raised inside the HTTP server's nursery
-        found = _first_os_error(group)
-        if found is None:
-            raise
-        return _config_error(log, f"cannot listen on {settings.host}:{settings.port}: {found.strerror or found}")
-    log.info("server_stopped")
-    if hard_exit:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
-    return 0

@@ -9,6 +9,9 @@ Like the SDK's own claim, ``claim_stdio`` then points fd 0 at the null device an
 stray ``print`` or a child process can never write into the JSON-RPC stream or steal its input;
 ``release`` puts both back. Reads end at EOF (the client closed stdin); a final line without a newline
 is still delivered. Malformed UTF-8 is replaced, as the SDK does.
+
+``serve_stdio`` serves any SDK ``MCPServer`` on that wire: the workflow server (``launch.run_stdio``) and
+the runs face (``runsface/server.py``) both start here.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ import os
 from collections.abc import Callable
 
 import trio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
 
-__all__ = ["FdLineReader", "FdTextWriter", "claim_stdio"]
+__all__ = ["FdLineReader", "FdTextWriter", "claim_stdio", "serve_stdio"]
 
 _CHUNK = 1 << 16
 
@@ -100,3 +105,15 @@ def claim_stdio() -> tuple[FdLineReader, FdTextWriter, Callable[[], None]]:
                 os.close(saved)
 
     return FdLineReader(wire_in), FdTextWriter(wire_out), release
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """Serve ``server`` on this process's stdin/stdout until the client closes stdin (fd 0/1 diverted
+    meanwhile, restored after)."""
+    reader, writer, release = claim_stdio()
+    try:
+        async with stdio_server(stdin=reader, stdout=writer) as (read_stream, write_stream):  # type: ignore[arg-type]
+            lowlevel = server._lowlevel_server
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+    finally:
+        release()

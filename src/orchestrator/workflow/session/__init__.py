@@ -2,7 +2,7 @@
 
 Public API (everything below is re-exported here):
 
-State (``state``) — the ``session.json`` schema, schemaVersion 1:
+State (``sessionfile``) — the ``session.json`` schema, schemaVersion 1:
     ``SessionFile`` (recursive through ``TriggeredWorkflow.state``), ``ActiveCheckpoint``,
     ``AdhocCheckpoint``/``AdhocOption``, ``CheckpointResponse``/``CheckpointEffects``, ``HistoryEvent``
     (``type``: the closed ``HistoryType`` literal, names in ``HISTORY_TYPES``), ``HistoryError``,
@@ -30,12 +30,13 @@ Store (``store``) — ``SessionStore(settings, key, roots=None, durable=True)``:
     ``search_roots()``, ``add_search_root(root)``.
     ``SessionHandle{folder, top, path, transient}`` with ``.state`` (the addressed session) and ``.index``.
 
-Roots (``roots``, ``checkout``):
-    ``root_mode(settings)``, ``planning_root(settings, repo=None)``, ``project_planning_root(settings,
+Roots (``roots``, ``checkout``; the root mode itself is ``serverconfig.root_mode``, repo names
+``repos.normalise_repo`` / ``repos.repo_basename``):
+    ``planning_root(settings, repo=None)``, ``project_planning_root(settings,
     project_dir)``, ``projects_roots(settings)``, ``search_roots(settings)``, ``validate_slug(slug)``,
     ``dated_slug(workflow_id, now=None)``, ``next_free_slug(root, base)``,
     ``check_new_planning_folder(folder, root) -> slug`` (``PLANNING_FOLDER_OUTSIDE_ROOT``),
-    ``normalise_repo(repo)``, ``repo_basename(repo)``, ``to_host_path(path, settings)``,
+    ``to_host_path(path, settings)``,
     ``to_server_path(path, settings)``, ``derive_checkout(working_directory, projects_roots=()) ->
     CheckoutFacts{checkout, origin_url, target_repo, host_repo_path, component_path, is_monorepo,
     project_dir}`` (``.variables()`` gives the bag entries).
@@ -63,22 +64,18 @@ from orchestrator.workflow.session.keys import (
     verify_seal,
 )
 from orchestrator.workflow.session.roots import (
-    RootMode,
     check_new_planning_folder,
     dated_slug,
     next_free_slug,
-    normalise_repo,
     planning_root,
     project_planning_root,
     projects_roots,
-    repo_basename,
-    root_mode,
     search_roots,
     to_host_path,
     to_server_path,
     validate_slug,
 )
-from orchestrator.workflow.session.state import (
+from orchestrator.workflow.session.sessionfile import (
     HISTORY_TYPES,
     ActiveCheckpoint,
     AdhocCheckpoint,
@@ -135,7 +132,6 @@ __all__ = [
     "HistoryType",
     "LazyKey",
     "ParentSession",
-    "RootMode",
     "SessionFile",
     "SessionHandle",
     "SessionStore",
@@ -163,14 +159,11 @@ __all__ = [
     "new_session_file",
     "new_trace_event",
     "next_free_slug",
-    "normalise_repo",
     "planning_root",
     "project_planning_root",
     "projects_roots",
     "replace_at",
-    "repo_basename",
     "root_index",
-    "root_mode",
     "seal",
     "search_roots",
     "state_at",

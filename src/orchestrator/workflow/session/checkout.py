@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 
 from orchestrator.workflow.errors import ParameterError, SessionStoreError
-from orchestrator.workflow.session.roots import normalise_repo
+from orchestrator.workflow.repos import normalise_repo
 
 __all__ = ["CheckoutFacts", "derive_checkout", "origin_url", "submodule_paths"]
 

@@ -33,7 +33,7 @@ import msgspec
 
 from orchestrator.workflow.errors import SessionStoreError
 from orchestrator.workflow.session.fsio import write_private
-from orchestrator.workflow.session.state import (
+from orchestrator.workflow.session.sessionfile import (
     CheckpointResponse,
     SessionFile,
     iso_utc,

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from orchestrator.workflow.session.state import SlotPath
+from orchestrator.workflow.session.sessionfile import SlotPath
 
 __all__ = ["stored_indexes"]
 

@@ -1,12 +1,11 @@
-"""Where sessions live: root modes, planning roots, slugs, paths.
+"""Where sessions live: planning roots, slugs, paths, for the root mode the settings select.
 
-Modes, from the settings:
+Modes (``serverconfig.root_mode``, which startup validation also needs):
 
-- ``multi``: ``WORKFLOW_SERVER_ENGINEERING_DIR`` is ``$INSTALL/projects`` or a folder named ``projects``
-  and no repo is pinned; each session's root is ``<multi>/<repo-basename>/.engineering`` (repo needed).
-- ``pinned``: a repo pin and no workspace; the root is ``$INSTALL/projects/<repo-basename>/.engineering``.
-- ``single``: a workspace; the root is the workspace (or ``WORKFLOW_SERVER_ENGINEERING_DIR``); a
-  session's ``repo`` is metadata only.
+- ``multi``: each session's root is ``<multi>/<repo-basename>/.engineering`` (repo needed).
+- ``pinned``: the root is ``$INSTALL/projects/<repo-basename>/.engineering``.
+- ``single``: the root is the workspace (or ``WORKFLOW_SERVER_ENGINEERING_DIR``); a session's ``repo``
+  is metadata only.
 
 The planning directory under the root is ``.engineering/artifacts/planning`` in single mode without
 an engineering dir, else ``artifacts/planning``; ``PLANNING_SLUG`` replaces it. Everything here is
@@ -16,35 +15,28 @@ pure apart from the existence checks of ``next_free_slug``/``search_roots``.
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Literal
 
 from orchestrator.workflow.errors import ParameterError, SessionStoreError
+from orchestrator.workflow.repos import repo_basename
+from orchestrator.workflow.serverconfig import WorkflowSettings, root_mode
 from orchestrator.workflow.session.fsio import make_private_dirs
-
-if TYPE_CHECKING:
-    from orchestrator.workflow.settings import WorkflowSettings
 
 __all__ = [
     "ENGINEERING_PLANNING_DIR",
     "SINGLE_PLANNING_DIR",
-    "RootMode",
     "check_new_planning_folder",
     "check_working_directory",
     "dated_slug",
     "ensure_planning_folder",
     "is_within",
     "next_free_slug",
-    "normalise_repo",
     "planning_root",
     "project_planning_root",
     "projects_roots",
-    "repo_basename",
-    "root_mode",
     "search_roots",
     "to_host_path",
     "to_server_path",
@@ -52,61 +44,11 @@ __all__ = [
     "working_roots",
 ]
 
-RootMode = Literal["single", "pinned", "multi"]
 SINGLE_PLANNING_DIR = ".engineering/artifacts/planning"
 ENGINEERING_PLANNING_DIR = "artifacts/planning"
 SESSION_FILE = "session.json"
 
-_NAME = r"[A-Za-z0-9._-]+"
-_REPO_PATTERNS = (
-    re.compile(rf"(?:https?|ssh|git)://(?:[^@/\s]+@)?[^/\s]+/({_NAME})/({_NAME})"),
-    re.compile(rf"[^@\s/:]+@[^:\s/]+:/?({_NAME})/({_NAME})"),
-    re.compile(rf"(?:www\.)?github\.com/({_NAME})/({_NAME})"),
-    re.compile(rf"({_NAME})/({_NAME})"),
-)
-
-
-# ------------------------------------------------------------------------------------------ repos
-
-
-def normalise_repo(repo: str) -> str:
-    """``owner/repo`` from ``owner/repo``, an https/ssh/git URL or an scp-style ``git@host:owner/repo.git``.
-
-    Raises ``ParameterError`` naming the value when it is none of those.
-    """
-    value = repo.strip().rstrip("/")
-    if value.lower().endswith(".git"):
-        value = value[:-4]
-    for pattern in _REPO_PATTERNS:
-        match = pattern.fullmatch(value)
-        if match and all(part not in (".", "..") for part in match.groups()):
-            return f"{match.group(1)}/{match.group(2)}"
-    raise ParameterError(
-        f"repo '{repo}' is not owner/repo or a repository URL "
-        "(expected e.g. acme/widgets, https://github.com/acme/widgets or git@github.com:acme/widgets.git)"
-    )
-
-
-def repo_basename(repo: str) -> str:
-    """The checkout folder name of a repo (``acme/widgets`` → ``widgets``)."""
-    return normalise_repo(repo).split("/")[1]
-
-
 # ------------------------------------------------------------------------------------------ roots
-
-
-def root_mode(settings: WorkflowSettings) -> RootMode:
-    """The root mode the settings select."""
-    eng = settings.engineering_dir
-    if (
-        eng is not None
-        and settings.repo is None
-        and (eng == settings.install_dir / "projects" or eng.name == "projects")
-    ):
-        return "multi"
-    if settings.workspace is None and settings.repo is not None:
-        return "pinned"
-    return "single"
 
 
 def _planning_dir(settings: WorkflowSettings, default: str) -> str:

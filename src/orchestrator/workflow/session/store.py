@@ -35,13 +35,20 @@ from typing import NamedTuple
 import msgspec
 
 from orchestrator.workflow.errors import SessionStoreError
+from orchestrator.workflow.serverconfig import WorkflowSettings
 from orchestrator.workflow.session import keys
 from orchestrator.workflow.session.canonical import canonical_bytes
 from orchestrator.workflow.session.fsio import fsync_dir, make_private_dirs, write_in_place, write_private
 from orchestrator.workflow.session.probe import stored_indexes
 from orchestrator.workflow.session.roots import search_roots, validate_slug
-from orchestrator.workflow.session.state import SessionFile, SlotPath, find_index, replace_at, state_at, walk_sessions
-from orchestrator.workflow.settings import WorkflowSettings
+from orchestrator.workflow.session.sessionfile import (
+    SessionFile,
+    SlotPath,
+    find_index,
+    replace_at,
+    state_at,
+    walk_sessions,
+)
 
 __all__ = [
     "LOCK_FILE",

@@ -9,12 +9,12 @@ Registering a tool
     values dropped.
 
 Handlers
-    ``handler(call: ToolCall) -> ToolResult`` is a plain synchronous function (no awaits), so one call's
+    ``handler(call: McpCall) -> McpReply`` is a plain synchronous function (no awaits), so one call's
     read-modify-write of a session file never interleaves with another call's. Raise a ``WorkflowError``
     (``orchestrator.workflow.errors``) to fail without effect: the agent sees ``isError`` with
     ``"<CODE>: <message>"``. Anything else is an internal error (logged with its traceback).
 
-``context.ToolCall`` (one invocation)
+``context.McpCall`` (one MCP tool call to this server)
     ``call.args``, ``call.tool``, ``call.state`` (the ``ServerState``), ``call.agent_id`` (argument or
     ``None``), ``call.warn(text)`` (validation warning: lands in ``_meta.validation`` and the trace),
     ``call.validation()``, ``call.corpus()``, ``call.open(index=None, *, lock=False) -> SessionCall``

@@ -55,7 +55,7 @@ from orchestrator.workflow.tools.bundling import (
     written_variables,
 )
 from orchestrator.workflow.tools.composing import StepComposer, ended_error, not_current_error
-from orchestrator.workflow.tools.context import SessionCall, ToolCall, ToolResult
+from orchestrator.workflow.tools.context import McpCall, McpReply, SessionCall
 from orchestrator.workflow.tools.ledger import (
     InResponse,
     LedgerView,
@@ -252,7 +252,7 @@ class _Composition:
         ))
 
 
-def _checks(call: ToolCall) -> tuple[SessionCall, Activity]:
+def _checks(call: McpCall) -> tuple[SessionCall, Activity]:
     s = call.open(lock=True)
     current = s.state.current_activity
     if not current:
@@ -278,7 +278,7 @@ def _policy(s: SessionCall) -> BatchPolicy:
     )
 
 
-def get_activity(call: ToolCall) -> ToolResult:
+def get_activity(call: McpCall) -> McpReply:
     """The get_activity handler (see the module docstring)."""
     s, activity = _checks(call)
     args = call.args

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from orchestrator.workflow.session.state import HistoryEvent
-from orchestrator.workflow.settings import DEFAULT_BUNDLE_CHARS_PER_TOKEN
+from orchestrator.workflow.serverconfig import DEFAULT_BUNDLE_CHARS_PER_TOKEN
+from orchestrator.workflow.session.sessionfile import HistoryEvent
 from orchestrator.workflow.tools.batch_bound import BatchPolicy, batch_standing
 
 __all__ = ["batch_block"]

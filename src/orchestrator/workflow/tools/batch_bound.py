@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from orchestrator.workflow.session.state import HistoryEvent
+from orchestrator.workflow.session.sessionfile import HistoryEvent
 
 __all__ = [
     "BatchPolicy",

@@ -16,7 +16,7 @@ import msgspec
 
 from orchestrator.workflow.corpus.model import CheckpointEffect, CheckpointOption, CheckpointStep
 from orchestrator.workflow.errors import CheckpointError
-from orchestrator.workflow.session.state import ActiveCheckpoint, AdhocCheckpoint, AdhocOption, CheckpointEffects
+from orchestrator.workflow.session.sessionfile import ActiveCheckpoint, AdhocCheckpoint, AdhocOption, CheckpointEffects
 
 __all__ = [
     "ADHOC_MIN_OPTIONS",

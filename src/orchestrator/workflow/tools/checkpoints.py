@@ -19,7 +19,7 @@ import msgspec
 
 from orchestrator.workflow.corpus.model import CheckpointStep
 from orchestrator.workflow.errors import CheckpointError
-from orchestrator.workflow.session.state import ActiveCheckpoint, AdhocCheckpoint, CheckpointResponse, iso_utc
+from orchestrator.workflow.session.sessionfile import ActiveCheckpoint, AdhocCheckpoint, CheckpointResponse, iso_utc
 from orchestrator.workflow.tools.checkpoint_gate import (
     CONDITION_NOT_MET,
     adhoc_gate,
@@ -28,7 +28,7 @@ from orchestrator.workflow.tools.checkpoint_gate import (
     response_key,
     stored_effects,
 )
-from orchestrator.workflow.tools.context import SessionCall, ToolCall, ToolResult, ToolSpec
+from orchestrator.workflow.tools.context import McpCall, McpReply, SessionCall, ToolSpec
 from orchestrator.workflow.tools.params import SESSION_INDEX, arr, boolean, obj, params, string
 
 __all__ = ["PRESENT_CHECKPOINT", "RESPOND_CHECKPOINT", "RESUME_CHECKPOINT", "TOOLS", "YIELD_CHECKPOINT"]
@@ -77,7 +77,7 @@ def _definition(session: SessionCall, active: ActiveCheckpoint) -> CheckpointSte
 # ------------------------------------------------------------------------------------------ yield
 
 
-def _yield(call: ToolCall) -> ToolResult:
+def _yield(call: McpCall) -> McpReply:
     session = call.open()
     checkpoint_id: str = call.args["checkpoint_id"]
     current = session.state.active_checkpoint
@@ -155,7 +155,7 @@ def _yield(call: ToolCall) -> ToolResult:
 # ------------------------------------------------------------------------------------------ present
 
 
-def _present(call: ToolCall) -> ToolResult:
+def _present(call: McpCall) -> McpReply:
     session = call.open()
     active = _active(session)
     if active.adhoc is not None:
@@ -192,7 +192,7 @@ def _present(call: ToolCall) -> ToolResult:
 # ------------------------------------------------------------------------------------------ respond
 
 
-def _respond(call: ToolCall) -> ToolResult:
+def _respond(call: McpCall) -> McpReply:
     session = call.open()
     active = _active(session)
     step = _definition(session, active) if active.adhoc is None else None
@@ -253,7 +253,7 @@ def _latest_answer(session: SessionCall) -> tuple[str, CheckpointResponse] | Non
     return None
 
 
-def _resume(call: ToolCall) -> ToolResult:
+def _resume(call: McpCall) -> McpReply:
     session = call.open()
     active = session.state.active_checkpoint
     if active is not None:

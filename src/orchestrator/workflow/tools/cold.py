@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from orchestrator.workflow.tools.context import ServerState, ToolCall, ToolResult, ToolSpec
+from orchestrator.workflow.tools.context import McpCall, McpReply, ServerState, ToolSpec
 from orchestrator.workflow.tools.params import params
 from orchestrator.workflow.tools.render import to_yaml
 
@@ -37,7 +37,7 @@ def _bootstrap_text(state: ServerState) -> str | None:
         return resource.body
 
 
-def discover(call: ToolCall) -> ToolResult:
+def discover(call: McpCall) -> McpReply:
     settings = call.state.settings
     lines = [
         f"server: {settings.server_name}",
@@ -47,15 +47,15 @@ def discover(call: ToolCall) -> ToolResult:
     bootstrap = _bootstrap_text(call.state)
     if bootstrap is not None:
         lines += ["", bootstrap.rstrip("\n")]
-    return ToolResult("\n".join(lines))
+    return McpReply("\n".join(lines))
 
 
-def list_workflows(call: ToolCall) -> ToolResult:
+def list_workflows(call: McpCall) -> McpReply:
     """The catalogue, rendered once per corpus load (it depends on nothing else)."""
-    return ToolResult(call.state.memo("list_workflows", lambda: _catalogue(call)))
+    return McpReply(call.state.memo("list_workflows", lambda: _catalogue(call)))
 
 
-def _catalogue(call: ToolCall) -> str:
+def _catalogue(call: McpCall) -> str:
     corpus = call.corpus()
     entries: list[dict[str, Any]] = []
     for wf in corpus.listed_workflows():
@@ -70,7 +70,7 @@ def _catalogue(call: ToolCall) -> str:
     return to_yaml(entries)
 
 
-def health_check(call: ToolCall) -> ToolResult:
+def health_check(call: McpCall) -> McpReply:
     state = call.state
     corpus = state.corpus()
     return call.json(

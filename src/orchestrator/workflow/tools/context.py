@@ -1,9 +1,12 @@
 """The per-call helpers every tool handler uses (see ``tools/__init__.py`` for the contract).
 
 ``ServerState`` is the one object a server owns (settings, corpus cache, session store, trace store,
-clock, log). ``ToolCall`` is one invocation: validated arguments, collected warnings and what the server
-needs afterwards to trace it. ``SessionCall`` is a located session inside a call: a working copy of its
-``SessionFile`` that handlers change through small helpers and then ``save`` (seq + 1, ts) once.
+clock, log). ``McpCall`` is one MCP ``tools/call`` request to this server: validated arguments,
+collected warnings and what the server needs afterwards to trace it; a handler answers it with an
+``McpReply`` (the text and ``_meta`` of the MCP result). Neither is the engine's ``ToolCall`` /
+``ToolResult`` (a model's tool call inside a run). ``SessionCall`` is a located session inside a call:
+a working copy of its ``SessionFile`` that handlers change through small helpers and then ``save``
+(seq + 1, ts) once.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from orchestrator.workflow.errors import (
     WorkflowNotFoundError,
 )
 from orchestrator.workflow.session.roots import to_host_path
-from orchestrator.workflow.session.state import (
+from orchestrator.workflow.session.sessionfile import (
     HistoryEvent,
     HistoryType,
     SessionFile,
@@ -39,19 +42,19 @@ from orchestrator.workflow.tools.render import to_json, to_yaml
 
 if TYPE_CHECKING:
     from orchestrator.workflow.corpus.model import Activity, Corpus, Workflow
+    from orchestrator.workflow.serverconfig import WorkflowSettings
     from orchestrator.workflow.session.keys import LazyKey
     from orchestrator.workflow.session.store import SessionHandle, SessionStore
     from orchestrator.workflow.session.trace import TraceStore
-    from orchestrator.workflow.settings import WorkflowSettings
     from orchestrator.workflow.tools.runtime import CorpusCache, JsonLog
 
 __all__ = [
     "MAX_PARENT_DEPTH",
+    "McpCall",
+    "McpReply",
     "ServerState",
     "SessionCall",
-    "ToolCall",
     "ToolHandler",
-    "ToolResult",
     "ToolSpec",
     "content_hash",
     "type_check",
@@ -101,15 +104,15 @@ class ServerState:
 
 
 @dataclass
-class ToolResult:
-    """What a handler returns: one text content item and the optional ``_meta`` object."""
+class McpReply:
+    """What a handler returns for one MCP call: one text content item and the optional ``_meta`` object."""
 
     text: str
     meta: dict[str, Any] | None = None
 
 
-class ToolCall:
-    """One tool invocation. ``args`` are validated (``None`` values dropped) before the handler runs."""
+class McpCall:
+    """One MCP tool call to this server. ``args`` are validated (``None`` values dropped) before the handler runs."""
 
     def __init__(self, state: ServerState, tool: str, args: dict[str, Any]) -> None:
         self.state = state
@@ -159,13 +162,13 @@ class ToolCall:
     def corpus(self) -> Corpus:
         return self.state.corpus()
 
-    def json(self, payload: Any, meta: dict[str, Any] | None = None) -> ToolResult:
+    def json(self, payload: Any, meta: dict[str, Any] | None = None) -> McpReply:
         """A JSON (2-space) result."""
-        return ToolResult(to_json(payload), meta)
+        return McpReply(to_json(payload), meta)
 
-    def yaml(self, payload: Any, meta: dict[str, Any] | None = None) -> ToolResult:
+    def yaml(self, payload: Any, meta: dict[str, Any] | None = None) -> McpReply:
         """A YAML (block style, no folding) result."""
-        return ToolResult(to_yaml(payload), meta)
+        return McpReply(to_yaml(payload), meta)
 
 
 class SessionCall:
@@ -174,7 +177,7 @@ class SessionCall:
     Nothing reaches disk until ``save``. ``state`` is replaced (never mutated) by the helpers.
     """
 
-    def __init__(self, call: ToolCall, handle: SessionHandle) -> None:
+    def __init__(self, call: McpCall, handle: SessionHandle) -> None:
         self.call = call
         self.handle = handle
         self.state: SessionFile = handle.state
@@ -231,7 +234,7 @@ class SessionCall:
     # ----------------------------------------------------------------------------------- gates
 
     def refuse_if_locked(self) -> None:
-        """``CHECKPOINT_ACTIVE`` when a checkpoint is active (see ``ToolCall.open``)."""
+        """``CHECKPOINT_ACTIVE`` when a checkpoint is active (see ``McpCall.open``)."""
         active = self.state.active_checkpoint
         if active is not None:
             raise CheckpointError(
@@ -349,20 +352,20 @@ class SessionCall:
         out.update({k: v for k, v in extra.items() if v is not None})
         return out
 
-    def json(self, payload: Any, **meta_extra: Any) -> ToolResult:
+    def json(self, payload: Any, **meta_extra: Any) -> McpReply:
         """A JSON result carrying this session's ``_meta``."""
-        return ToolResult(to_json(payload), self.meta(**meta_extra))
+        return McpReply(to_json(payload), self.meta(**meta_extra))
 
-    def yaml(self, payload: Any, **meta_extra: Any) -> ToolResult:
+    def yaml(self, payload: Any, **meta_extra: Any) -> McpReply:
         """A YAML result carrying this session's ``_meta``."""
-        return ToolResult(to_yaml(payload), self.meta(**meta_extra))
+        return McpReply(to_yaml(payload), self.meta(**meta_extra))
 
-    def text(self, text: str, **meta_extra: Any) -> ToolResult:
+    def text(self, text: str, **meta_extra: Any) -> McpReply:
         """A pre-rendered text result carrying this session's ``_meta``."""
-        return ToolResult(text, self.meta(**meta_extra))
+        return McpReply(text, self.meta(**meta_extra))
 
 
-ToolHandler = Callable[[ToolCall], ToolResult]
+ToolHandler = Callable[[McpCall], McpReply]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from orchestrator.workflow.errors import TechniqueNotFoundError, WorkflowError
 from orchestrator.workflow.tools.activity_delivery import get_activity
 from orchestrator.workflow.tools.batch_bound import scope_seen, step_started_before
 from orchestrator.workflow.tools.composing import StepComposer, ended_error, not_current_error
-from orchestrator.workflow.tools.context import SessionCall, ToolCall, ToolResult, ToolSpec
+from orchestrator.workflow.tools.context import McpCall, McpReply, SessionCall, ToolSpec
 from orchestrator.workflow.tools.ledger import (
     InResponse,
     LedgerView,
@@ -109,7 +109,7 @@ def _step_technique(s: SessionCall, activity: Activity, step_id: str) -> tuple[A
     return composed.resolved, composed.payload, list(composed.warnings)
 
 
-def _get_technique(call: ToolCall) -> ToolResult:
+def _get_technique(call: McpCall) -> McpReply:
     args = call.args
     s = call.open(lock=True)
     current = s.state.current_activity
@@ -181,7 +181,7 @@ def _get_technique(call: ToolCall) -> ToolResult:
 # ------------------------------------------------------------------------------------------- get_resource
 
 
-def _get_resource(call: ToolCall) -> ToolResult:
+def _get_resource(call: McpCall) -> McpReply:
     args = call.args
     s = call.open(lock=True)
     resource_id: str = args["resource_id"]

@@ -11,7 +11,7 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
-from orchestrator.workflow.session.state import HistoryEvent, SessionFile
+from orchestrator.workflow.session.sessionfile import HistoryEvent, SessionFile
 
 __all__ = ["SUMMARY_VIEWS", "VIEWS", "render_view", "usage_view"]
 

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from orchestrator.workflow.session.state import SessionFile
+from orchestrator.workflow.session.sessionfile import SessionFile
 from orchestrator.workflow.tools.context import content_hash
 
 _JSON = msgspec.json.Encoder()

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.workflow.corpus.model import Activity, TechniqueStep, Workflow, exits, step_technique_ref
-from orchestrator.workflow.session.state import DeclaredArtifact, HistoryEvent
+from orchestrator.workflow.session.sessionfile import DeclaredArtifact, HistoryEvent
 
 __all__ = [
     "activity_manifest_warnings",

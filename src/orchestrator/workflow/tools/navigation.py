@@ -18,7 +18,7 @@ import msgspec
 from orchestrator.workflow.corpus import CORE_ORCHESTRATOR, bundle_for
 from orchestrator.workflow.corpus.model import TERMINAL_ACTIVITY, Activity, Workflow, exits
 from orchestrator.workflow.errors import WorkflowError
-from orchestrator.workflow.session.state import (
+from orchestrator.workflow.session.sessionfile import (
     DeclaredArtifact,
     HistoryEvent,
     SessionFile,
@@ -29,7 +29,7 @@ from orchestrator.workflow.session.state import (
     touch,
 )
 from orchestrator.workflow.tools.batch import batch_block
-from orchestrator.workflow.tools.context import SessionCall, ToolCall, ToolResult, ToolSpec, content_hash
+from orchestrator.workflow.tools.context import McpCall, McpReply, SessionCall, ToolSpec, content_hash
 from orchestrator.workflow.tools.manifests import (
     activity_manifest_warnings,
     artifact_warnings,
@@ -67,7 +67,7 @@ def activity_stubs(workflow: Workflow) -> list[dict[str, Any]]:
     ]
 
 
-def _bundle_text(call: ToolCall, workflow: Workflow) -> str:
+def _bundle_text(call: McpCall, workflow: Workflow) -> str:
     def compute() -> str:
         bundle = bundle_for(call.corpus(), workflow.id, workflow.techniques_workflow, CORE_ORCHESTRATOR)
         return to_yaml(bundle) if bundle else ""
@@ -75,7 +75,7 @@ def _bundle_text(call: ToolCall, workflow: Workflow) -> str:
     return call.state.memo(("workflow_bundle", workflow.id), compute)
 
 
-def _summary_text(call: ToolCall, workflow: Workflow) -> str:
+def _summary_text(call: McpCall, workflow: Workflow) -> str:
     """The session-independent part of the summary as YAML (memoised per corpus load)."""
 
     def compute() -> str:
@@ -102,7 +102,7 @@ def _summary_text(call: ToolCall, workflow: Workflow) -> str:
     return call.state.memo(("workflow_summary", workflow.id), compute)
 
 
-def get_workflow(call: ToolCall) -> ToolResult:
+def get_workflow(call: McpCall) -> McpReply:
     s = call.open(lock=True)
     workflow = s.workflow()
     bundle = _bundle_text(call, workflow)
@@ -197,7 +197,7 @@ def _validate(s: SessionCall, workflow: Workflow, target: str, target_activity: 
             call.warn(warning)
 
 
-def next_activity(call: ToolCall) -> ToolResult:
+def next_activity(call: McpCall) -> McpReply:
     args = call.args
     s = call.open(lock=True)
     target = args["activity_id"]

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from orchestrator.workflow.corpus.model import Workflow
-from orchestrator.workflow.session.state import (
+from orchestrator.workflow.session.sessionfile import (
     ParentSession,
     SessionFile,
     TriggeredFrom,

@@ -22,6 +22,7 @@ import msgspec
 
 from orchestrator.workflow.corpus.model import META_WORKFLOW_ID, Workflow
 from orchestrator.workflow.errors import ParameterError, SessionStoreError, WorkflowNotFoundError
+from orchestrator.workflow.repos import normalise_repo
 from orchestrator.workflow.session.checkout import CheckoutFacts, derive_checkout
 from orchestrator.workflow.session.migrate import migrate_folder
 from orchestrator.workflow.session.roots import (
@@ -31,7 +32,6 @@ from orchestrator.workflow.session.roots import (
     ensure_planning_folder,
     is_within,
     next_free_slug,
-    normalise_repo,
     planning_root,
     project_planning_root,
     projects_roots,
@@ -39,15 +39,15 @@ from orchestrator.workflow.session.roots import (
     validate_slug,
     working_roots,
 )
-from orchestrator.workflow.session.state import new_session_file, touch
+from orchestrator.workflow.session.sessionfile import new_session_file, touch
 from orchestrator.workflow.session.store import SESSION_FILE, SessionHandle, revision_of
 from orchestrator.workflow.tools.bootstrap import match_client, resume_phrases, states_resume_intent
 from orchestrator.workflow.tools.context import (
     MAX_PARENT_DEPTH,
+    McpCall,
+    McpReply,
     ServerState,
     SessionCall,
-    ToolCall,
-    ToolResult,
     ToolSpec,
 )
 from orchestrator.workflow.tools.params import AGENT_ID, SESSION_INDEX, boolean, params, string
@@ -105,7 +105,7 @@ def _resume_fallback(state: ServerState, folder: Path) -> Path | None:
     return next(iter(unique.values())) if len(unique) == 1 else None
 
 
-def _resume(call: ToolCall, handle: SessionHandle, repo: str | None, *, migrated: bool = False) -> ToolResult:
+def _resume(call: McpCall, handle: SessionHandle, repo: str | None, *, migrated: bool = False) -> McpReply:
     args = call.args
     s = call.adopt(handle)
     workflow = s.workflow()
@@ -204,7 +204,7 @@ def _lexicon_phrases(state: ServerState) -> list[str]:
     return resume_phrases(resource.body) if resource is not None else []
 
 
-def start_session(call: ToolCall) -> ToolResult:
+def start_session(call: McpCall) -> McpReply:
     state, args = call.state, call.args
     settings = state.settings
     repo = _repo_arg(args)
@@ -254,7 +254,7 @@ def start_session(call: ToolCall) -> ToolResult:
     client_id: str | None = None
     if workflow_id == META_WORKFLOW_ID:
         outcome = _bootstrap_choice(call, root)
-        if isinstance(outcome, ToolResult):
+        if isinstance(outcome, McpReply):
             return outcome
         client_id = outcome
     slug = named_slug or next_free_slug(root, dated_slug(client_id or workflow_id, state.now()))
@@ -262,7 +262,7 @@ def start_session(call: ToolCall) -> ToolResult:
     return _create_durable(call, workflow, target, repo, facts, client_id)
 
 
-def _bootstrap_choice(call: ToolCall, root: Path) -> str | ToolResult:
+def _bootstrap_choice(call: McpCall, root: Path) -> str | McpReply:
     """The client workflow id for a fresh durable meta start, or the ``decision`` result (nothing written)."""
     state, args = call.state, call.args
     request = args.get("user_request")
@@ -285,7 +285,7 @@ def _bootstrap_choice(call: ToolCall, root: Path) -> str | ToolResult:
     return call.json(payload, {"validation": call.validation()})
 
 
-def _start_transient(call: ToolCall, workflow: Workflow, repo: str | None, slug: str | None) -> ToolResult:
+def _start_transient(call: McpCall, workflow: Workflow, repo: str | None, slug: str | None) -> McpReply:
     state, args = call.state, call.args
     folder, index = state.store.create_transient(slug)
     top = new_session_file(
@@ -304,13 +304,13 @@ def _start_transient(call: ToolCall, workflow: Workflow, repo: str | None, slug:
 
 
 def _create_durable(
-    call: ToolCall,
+    call: McpCall,
     workflow: Workflow,
     target: Path,
     repo: str | None,
     facts: CheckoutFacts | None,
     client_id: str | None,
-) -> ToolResult:
+) -> McpReply:
     state, args = call.state, call.args
     ensure_planning_folder(target, target.parent)  # created, then re-checked by its real path
     index = state.store.root_index(target)
@@ -369,7 +369,7 @@ def _create_durable(
 # ------------------------------------------------------------------------------------ dispatch_child
 
 
-def dispatch_child(call: ToolCall) -> ToolResult:
+def dispatch_child(call: McpCall) -> McpReply:
     state, args = call.state, call.args
     s = call.open()
     workflow = _workflow(state, args["workflow_id"])

@@ -13,9 +13,9 @@ from typing import Any
 import msgspec
 
 from orchestrator.workflow.errors import SessionStoreError, WorkflowError
-from orchestrator.workflow.session.state import SessionFile, state_at
+from orchestrator.workflow.session.sessionfile import SessionFile, state_at
 from orchestrator.workflow.session.trace import TraceEvent, TraceTokenError
-from orchestrator.workflow.tools.context import SessionCall, ToolCall, ToolResult, ToolSpec
+from orchestrator.workflow.tools.context import McpCall, McpReply, SessionCall, ToolSpec
 from orchestrator.workflow.tools.inspect_views import VIEWS, render_view
 from orchestrator.workflow.tools.params import AGENT_ID, SESSION_INDEX, arr, integer, obj, params, string
 
@@ -51,7 +51,7 @@ def _title(s: SessionCall) -> str | None:
         return None
 
 
-def get_workflow_status(call: ToolCall) -> ToolResult:
+def get_workflow_status(call: McpCall) -> McpReply:
     s = call.open()
     state = s.state
     status = session_status(state)
@@ -92,7 +92,7 @@ def get_workflow_status(call: ToolCall) -> ToolResult:
     return s.json(payload)
 
 
-def inspect_session(call: ToolCall) -> ToolResult:
+def inspect_session(call: McpCall) -> McpReply:
     """The answer is the view's own shape: the summary object, one view's object, or one variable's bare
     value. Which session, view and child it describes travel in ``_meta`` (``view``, ``child_index``)."""
     args = call.args
@@ -116,7 +116,7 @@ def inspect_session(call: ToolCall) -> ToolResult:
     return s.json(render_view(state, view, variable=args.get("variable"), agent_id=call.agent_id), **extra)
 
 
-def record_usage(call: ToolCall) -> ToolResult:
+def record_usage(call: McpCall) -> McpReply:
     args = call.args
     s = call.open()
     data: dict[str, Any] = {"usage": args["usage"], "basis": args["basis"]}
@@ -141,7 +141,7 @@ def _event_dicts(events: list[TraceEvent], agent_id: str | None) -> list[dict[st
     return [msgspec.to_builtins(e) for e in events if agent_id is None or e.aid == agent_id]
 
 
-def get_trace(call: ToolCall) -> ToolResult:
+def get_trace(call: McpCall) -> McpReply:
     args = call.args
     s = call.open(lock=True)
     traces = s.server.traces

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.workflow.errors import WorkspaceConfigError
-from orchestrator.workflow.settings import BUNDLED_WORKFLOW_DIR, load_workflow_settings
+from orchestrator.workflow.serverconfig import BUNDLED_WORKFLOW_DIR, load_workflow_settings
 
 
 def _load(tmp_path: Path, cli: dict[str, object] | None = None, **env: str):

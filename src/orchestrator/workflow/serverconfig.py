@@ -28,6 +28,7 @@ import msgspec
 
 from orchestrator.defaults import packaged_path
 from orchestrator.workflow.errors import ParameterError, WorkspaceConfigError
+from orchestrator.workflow.repos import normalise_repo
 
 __all__ = [
     "BUNDLED_WORKFLOW_DIR",
@@ -37,12 +38,15 @@ __all__ = [
     "DEFAULT_BUNDLE_HEADROOM_FRACTION",
     "DEFAULT_MIN_CHECKPOINT_RESPONSE_SECONDS",
     "DEFAULT_PORT",
+    "RootMode",
     "Transport",
     "WorkflowSettings",
     "load_workflow_settings",
+    "root_mode",
 ]
 
 Transport = Literal["stdio", "http"]
+RootMode = Literal["single", "pinned", "multi"]
 
 BUNDLED_WORKFLOW_DIR = packaged_path("workflows")
 DEFAULT_BUNDLE_HEADROOM_FRACTION = 0.8
@@ -136,8 +140,6 @@ def load_workflow_settings(
     ``require_workspace`` (default on, as at server startup) demands a workspace, a repo pin or a
     multi-root engineering dir; tests of workspace-free tools may switch it off.
     """
-    from orchestrator.workflow.session.roots import normalise_repo  # the session package owns repo syntax
-
     cli = cli or {}
     base = (cwd or Path.cwd()).resolve()
     home = Path(env["HOME"]) if _given(env.get("HOME")) else Path.home()
@@ -238,7 +240,7 @@ def load_workflow_settings(
             _path(item, base) for item in (var("WORKFLOW_SERVER_WORKING_ROOTS") or "").split(os.pathsep) if item
         ),
     )
-    if require_workspace and workspace is None and repo is None and not _is_multi_root(settings):
+    if require_workspace and workspace is None and repo is None and root_mode(settings) != "multi":
         raise WorkspaceConfigError(
             "no workspace configured: pass --workspace (or set WORKFLOW_WORKSPACE / WORKTREE_ROOT), pin a repo "
             "with --repo / WORKFLOW_SERVER_REPO, or point WORKFLOW_SERVER_ENGINEERING_DIR at a projects multi-root"
@@ -246,7 +248,21 @@ def load_workflow_settings(
     return settings
 
 
-def _is_multi_root(settings: WorkflowSettings) -> bool:
-    from orchestrator.workflow.session.roots import root_mode
+def root_mode(settings: WorkflowSettings) -> RootMode:
+    """Where sessions live (``session/roots.py`` derives the folders), from the settings:
 
-    return root_mode(settings) == "multi"
+    - ``multi``: ``WORKFLOW_SERVER_ENGINEERING_DIR`` is ``$INSTALL/projects`` or a folder named ``projects``
+      and no repo is pinned: one server for several projects, each session placed by its ``repo``;
+    - ``pinned``: a repo pin and no workspace;
+    - ``single``: anything else (a workspace, or nothing — which startup refuses).
+    """
+    eng = settings.engineering_dir
+    if (
+        eng is not None
+        and settings.repo is None
+        and (eng == settings.install_dir / "projects" or eng.name == "projects")
+    ):
+        return "multi"
+    if settings.workspace is None and settings.repo is not None:
+        return "pinned"
+    return "single"
