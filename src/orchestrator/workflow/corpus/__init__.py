@@ -70,7 +70,7 @@ from orchestrator.workflow.corpus.conditions import (
     render_when,
     when_variables,
 )
-from orchestrator.workflow.corpus.loader import EXEMPT_VARIABLE_NAMES, load_corpus
+from orchestrator.workflow.corpus.loader import load_corpus
 from orchestrator.workflow.corpus.model import (
     Action,
     ActionStep,
@@ -121,6 +121,7 @@ from orchestrator.workflow.corpus.techniques import (
     resolve_technique,
     technique_payload,
 )
+from orchestrator.workflow.corpus.validity import EXEMPT_VARIABLE_NAMES
 
 __all__ = [
     "CORE_ORCHESTRATOR",

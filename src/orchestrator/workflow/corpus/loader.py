@@ -15,16 +15,15 @@ missing.
 
 from __future__ import annotations
 
-import copy
-import math
 import os
 import re
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import yaml
 
+from orchestrator.workflow.corpus.activities import build_activity
+from orchestrator.workflow.corpus.fragments import ManifestFile, ManifestIndex
 from orchestrator.workflow.corpus.indexing import READ_ERRORS, error_text, index_resources, index_techniques, read_text
 from orchestrator.workflow.corpus.model import (
     Activity,
@@ -38,89 +37,13 @@ from orchestrator.workflow.corpus.model import (
     Workflow,
     WorkflowRules,
 )
-from orchestrator.workflow.corpus.schema import (
-    META_WORKFLOW_ID,
-    ActivityDef,
-    CheckpointStep,
-    LoopStep,
-    RuleRef,
-    TechniqueStep,
-    WorkflowDef,
-)
+from orchestrator.workflow.corpus.schema import META_WORKFLOW_ID, WorkflowDef
+from orchestrator.workflow.corpus.validity import PARSE_ERRORS, LoadFailure, check_workflow_def
 from orchestrator.workflow.corpus.yamlload import load_yaml
 
-__all__ = ["EXEMPT_VARIABLE_NAMES", "load_corpus"]
+__all__ = ["load_corpus"]
 
-_QUALIFIED_NAME = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
-# Bare single words a variable may still be named (plural collections, mirrors of external field names,
-# the cross-workflow dispatch name, discriminators), as the reference corpus's identifier rule allows.
-# fmt: off
-EXEMPT_VARIABLE_NAMES = frozenset(
-    (
-        "requirements", "features", "exclusions", "dimensions", "tasks", "results", "submodules", "paths", "fields",
-        "filters", "stats", "effects", "substitutions", "findings", "assumptions", "subsystems", "transitions",
-        "options", "branches", "agents", "changes", "failures", "items", "files", "gaps", "outcomes", "body", "query",
-        "repo", "owner", "number", "title", "branch", "diff", "limit", "name", "sha", "url", "head", "base", "ref",
-        "labels", "path", "cursor", "cql", "jql", "description", "assignee", "depth", "direction", "summary", "state",
-        "target", "adr", "type", "mode", "kind",
-    )
-)
-# fmt: on
 _ACTIVITY_FILE = re.compile(r"^(\d+)-(.+)\.ya?ml$")
-_PARSE_ERRORS = (yaml.YAMLError, RecursionError, msgspec.ValidationError)
-
-
-class _Failure(Exception):
-    """A load-time problem with one workflow or activity; the message is user-facing."""
-
-
-def _json_problem(value: Any) -> str | None:
-    """Why ``value`` is not plain JSON data (finite numbers, string keys), or ``None``."""
-    if value is None or isinstance(value, str | bool | int):
-        return None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else "a non-finite number"
-    if isinstance(value, list):
-        return next((p for p in map(_json_problem, value) if p), None)
-    if isinstance(value, dict):
-        if any(not isinstance(k, str) for k in value):
-            return "a mapping with a non-string key"
-        return next((p for p in map(_json_problem, value.values()) if p), None)
-    return f"a YAML {type(value).__name__} (quote it to make a string)"
-
-
-def _require_json(value: Any, where: str) -> None:
-    problem = _json_problem(value)
-    if problem is not None:
-        raise _Failure(f"{where} is {problem}; values must be plain JSON data")
-
-
-def _check_options(options: Any, where: str) -> None:
-    for option in options or ():
-        if option.effect is not None and option.effect.set_variable is not None:
-            _require_json(option.effect.set_variable, f"{where} option '{option.id}' setVariable")
-
-
-def _check_activity_values(steps: Any) -> None:
-    for step in steps:
-        where = f"step '{step.id}'"
-        for action in getattr(step, "actions", None) or ():
-            if action.value is not msgspec.UNSET:
-                _require_json(action.value, f"{where} action value")
-        if isinstance(step, CheckpointStep):
-            _check_options(step.options, where)
-        elif isinstance(step, TechniqueStep) and not isinstance(step.technique, str):
-            _require_json(step.technique.inputs, f"{where} technique inputs")
-        elif isinstance(step, LoopStep):
-            _check_activity_values(step.steps)
-
-
-class _Manifest(msgspec.Struct, frozen=True):
-    dir_name: str
-    path: Path
-    label: str
-    raw: dict[str, Any]
-    definition: WorkflowDef
 
 
 class _Loader:
@@ -130,8 +53,7 @@ class _Loader:
         self.root = root
         self.root_text = str(root)
         self.load_errors: list[LoadError] = []
-        self.manifests: dict[str, _Manifest] = {}
-        self.by_dir: dict[str, _Manifest] = {}
+        self.manifests = ManifestIndex()
         self.activity_cache: dict[Path, Activity | ActivityLoadError] = {}
 
     def label(self, path: Path | str) -> str:
@@ -139,166 +61,30 @@ class _Loader:
         prefix = self.root_text + os.sep
         return (text[len(prefix) :] if text.startswith(prefix) else text).replace(os.sep, "/")
 
-    # ---- manifests -------------------------------------------------------------------------------
-
     def read_manifest(self, dir_name: str, path: Path) -> None:
         label = self.label(path)
         raw: Any = None
         try:
             raw = load_yaml(read_text(path))
             if not isinstance(raw, dict):
-                raise _Failure("manifest is not a YAML mapping")
+                raise LoadFailure("manifest is not a YAML mapping")
             missing = [key for key in ("id", "title", "version") if not raw.get(key)]
             if missing:
-                raise _Failure(f"manifest is missing required field(s): {', '.join(missing)}")
+                raise LoadFailure(f"manifest is missing required field(s): {', '.join(missing)}")
             definition = msgspec.convert(raw, WorkflowDef)
-            for name, fragment in ((definition.fragments.checkpoints or {}) if definition.fragments else {}).items():
-                _check_options(fragment.options, f"checkpoint fragment '{name}'")
-            for variable in definition.variables or ():
-                if variable.default_value is not msgspec.UNSET:
-                    _require_json(variable.default_value, f"variable '{variable.name}' defaultValue")
-                if not (_QUALIFIED_NAME.match(variable.name) or variable.name in EXEMPT_VARIABLE_NAMES):
-                    raise _Failure(
-                        f"variable name '{variable.name}' must be snake_case with at least two words "
-                        "(or an exempt bare word)"
-                    )
-            if definition.id in self.manifests:
-                raise _Failure(
-                    f"duplicate workflow id '{definition.id}' (also in {self.manifests[definition.id].label})"
+            check_workflow_def(definition)
+            if definition.id in self.manifests.by_id:
+                raise LoadFailure(
+                    f"duplicate workflow id '{definition.id}' (also in {self.manifests.by_id[definition.id].label})"
                 )
-        except (*READ_ERRORS, *_PARSE_ERRORS, _Failure) as exc:
+        except (*READ_ERRORS, *PARSE_ERRORS, LoadFailure) as exc:
             declared = raw.get("id") if isinstance(raw, dict) else None
             workflow_id = declared if isinstance(declared, str) and declared else dir_name
             self.load_errors.append(LoadError(label, error_text(exc), workflow_id))
             return
-        manifest = _Manifest(dir_name, path, label, raw, definition)
-        self.manifests[definition.id] = manifest
-        self.by_dir.setdefault(dir_name, manifest)
-
-    def fragments_of(self, workflow_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        """``(rule_fragments, raw_checkpoint_fragments)`` of a workflow (empty when unknown)."""
-        manifest = self.manifests.get(workflow_id) or self.by_dir.get(workflow_id)
-        if manifest is None or manifest.definition.fragments is None:
-            return {}, {}
-        raw_fragments = manifest.raw.get("fragments") or {}
-        raw_checkpoints = raw_fragments.get("checkpoints") or {}
-        return dict(manifest.definition.fragments.rules or {}), dict(raw_checkpoints)
-
-    @staticmethod
-    def fragment_candidates(ref: str, current: str) -> tuple[list[str], str]:
-        parts = ref.split("::")
-        if len(parts) == 1 and parts[0]:
-            return ([current] if current == META_WORKFLOW_ID else [current, META_WORKFLOW_ID]), parts[0]
-        if len(parts) == 2 and all(parts):
-            return [parts[0]], parts[1]
-        raise _Failure(f"malformed fragment ref '{ref}' (expected 'name' or 'workflow::name')")
-
-    def rule_fragment(self, ref: str, current: str) -> tuple[str, ...]:
-        workflows, name = self.fragment_candidates(ref, current)
-        for workflow_id in workflows:
-            body = self.fragments_of(workflow_id)[0].get(name)
-            if body is not None:
-                return (body,) if isinstance(body, str) else tuple(body)
-        looked = " or ".join(f"'{w}'" for w in workflows)
-        raise _Failure(f"unresolved rule fragment '{ref}' (no fragments.rules.{name} in {looked})")
-
-    def resolve_rules(self, items: tuple[str | RuleRef, ...] | None, current: str) -> tuple[str, ...]:
-        out: list[str] = []
-        for item in items or ():
-            out.extend((item,) if isinstance(item, str) else self.rule_fragment(item.ref, current))
-        return tuple(out)
+        self.manifests.add(ManifestFile(dir_name, path, label, raw, definition))
 
     # ---- activities ------------------------------------------------------------------------------
-
-    def checkpoint_fragment(self, ref: str, source: str) -> dict[str, Any]:
-        workflows, name = self.fragment_candidates(ref, source)
-        for workflow_id in workflows:
-            body = self.fragments_of(workflow_id)[1].get(name)
-            if isinstance(body, dict):
-                return copy.deepcopy(body)
-        looked = " or ".join(f"'{w}'" for w in workflows)
-        raise _Failure(f"unresolved checkpoint fragment '{ref}' (no fragments.checkpoints.{name} in {looked})")
-
-    def materialise(self, step: dict[str, Any], source: str) -> dict[str, Any]:
-        step_id = step.get("id")
-        if "ref" not in step:
-            if step.get("message") is None or step.get("options") is None:
-                raise _Failure(f"checkpoint '{step_id}' declares neither a fragment ref nor message and options")
-            return step
-        local = [key for key in ("message", "options", "defaultOption", "autoAdvanceMs") if key in step]
-        if local:
-            raise _Failure(f"checkpoint '{step_id}' declares ref '{step['ref']}' and body field(s) {', '.join(local)}")
-        body = self.checkpoint_fragment(str(step["ref"]), source)
-        for key in ("condition", "blocking"):
-            if key in body and key in step:
-                raise _Failure(f"checkpoint '{step_id}' declares {key} but fragment '{step['ref']}' already has one")
-        out: dict[str, Any] = {}
-        for key, value in step.items():
-            if key == "ref":
-                out.update(body)
-            else:
-                out[key] = value
-        return out
-
-    def process_steps(self, steps: list[Any], scope: str, source: str) -> list[dict[str, Any]]:
-        seen: set[str] = set()
-        out: list[dict[str, Any]] = []
-        for position, original in enumerate(steps, start=1):
-            step = dict(original)
-            kind = step.get("kind")
-            step_id = step.get("id")
-            if not step_id:
-                technique = step.get("technique")
-                name = technique.get("name") if isinstance(technique, dict) else technique
-                derived = name.split("::")[-1] if kind == "technique" and isinstance(name, str) else ""
-                if not derived:
-                    raise _Failure(f"{scope}: step {position} ({kind}) has no id; only technique steps derive one")
-                step_id = derived
-                step = {
-                    **{k: v for k, v in step.items() if k == "kind"},
-                    "id": derived,
-                    **{k: v for k, v in step.items() if k not in ("kind", "id")},
-                }
-            if step_id in seen:
-                raise _Failure(f"{scope}: duplicate step id '{step_id}'")
-            seen.add(step_id)
-            if kind == "checkpoint":
-                step = self.materialise(step, source)
-            elif kind == "loop":
-                step["steps"] = self.process_steps(list(step.get("steps") or ()), f"loop '{step_id}' steps", source)
-            out.append(step)
-        return out
-
-    def build_activity(self, raw: Any, *, label: str, expected_id: str | None, prefix: str, source: str) -> Activity:
-        if not isinstance(raw, dict):
-            raise _Failure("activity is not a YAML mapping")
-        definition = msgspec.convert(raw, ActivityDef)
-        if expected_id is not None and definition.id != expected_id:
-            raise _Failure(f"activity id '{definition.id}' does not match the filename id '{expected_id}'")
-        processed = dict(raw)
-        if "steps" in processed:
-            processed["steps"] = self.process_steps(list(raw["steps"]), "top-level steps", source)
-        final = msgspec.convert(processed, ActivityDef)
-        _check_activity_values(final.steps)
-        return Activity(
-            id=final.id,
-            version=final.version,
-            name=final.name,
-            description=final.description,
-            required=final.required,
-            rules=final.rules,
-            outcome=final.outcome,
-            techniques=final.techniques,
-            bundle_max_chars=final.bundle_techniques.max_chars if final.bundle_techniques else None,
-            steps=final.steps,
-            decisions=final.decisions,
-            transitions=final.transitions,
-            triggers=final.triggers,
-            artifact_prefix=prefix,
-            source_workflow=source,
-            source_file=label,
-            raw=processed,
-        )
 
     def load_activity_file(self, path: Path, source: str) -> Activity | ActivityLoadError:
         cached = self.activity_cache.get(path)
@@ -309,19 +95,24 @@ class _Loader:
         label = self.label(path)
         result: Activity | ActivityLoadError
         try:
-            result = self.build_activity(
-                load_yaml(read_text(path)), label=label, expected_id=file_id, prefix=prefix, source=source
+            result = build_activity(
+                load_yaml(read_text(path)),
+                self.manifests,
+                label=label,
+                expected_id=file_id,
+                prefix=prefix,
+                source=source,
             )
-        except (*READ_ERRORS, *_PARSE_ERRORS, _Failure) as exc:
+        except (*READ_ERRORS, *PARSE_ERRORS, LoadFailure) as exc:
             result = ActivityLoadError(label, file_id, error_text(exc))
         self.activity_cache[path] = result
         return result
 
-    def activities_dir(self, manifest: _Manifest) -> Path:
+    def activities_dir(self, manifest: ManifestFile) -> Path:
         base = manifest.path.parent if manifest.path.name.startswith("workflow.") else self.root / manifest.dir_name
         return base / (manifest.definition.activities_dir or "activities")
 
-    def assemble(self, manifest: _Manifest) -> tuple[list[Activity], list[ActivityLoadError]]:
+    def assemble(self, manifest: ManifestFile) -> tuple[list[Activity], list[ActivityLoadError]]:
         definition = manifest.definition
         activities: list[Activity] = []
         errors: list[ActivityLoadError] = []
@@ -353,10 +144,10 @@ class _Loader:
             if isinstance(entry, dict):
                 label = f"{manifest.label}#activities[{index}]"
                 try:
-                    result: Activity | ActivityLoadError = self.build_activity(
-                        entry, label=label, expected_id=None, prefix="", source=definition.id
+                    result: Activity | ActivityLoadError = build_activity(
+                        entry, self.manifests, label=label, expected_id=None, prefix="", source=definition.id
                     )
-                except (*_PARSE_ERRORS, _Failure) as exc:
+                except (*PARSE_ERRORS, LoadFailure) as exc:
                     result = ActivityLoadError(label, str(entry.get("id", "")), error_text(exc))
                 take(result, borrowed=True)
             elif "/" in entry:
@@ -364,14 +155,14 @@ class _Loader:
             elif entry in local_names or entry in ids:
                 continue
             else:
-                raise _Failure(f"activities entry '{entry}' names no file in {self.label(directory)}")
+                raise LoadFailure(f"activities entry '{entry}' names no file in {self.label(directory)}")
         return activities, errors
 
     def borrowed(self, entry: str) -> Activity | ActivityLoadError:
         other, _, file_name = entry.partition("/")
-        source_manifest = self.by_dir.get(other) or self.manifests.get(other)
+        source_manifest = self.manifests.by_dir.get(other) or self.manifests.by_id.get(other)
         if not file_name or "/" in file_name or not _ACTIVITY_FILE.match(file_name):
-            raise _Failure(f"activities entry '{entry}' is not '<workflow>/NN-<id>.yaml'")
+            raise LoadFailure(f"activities entry '{entry}' is not '<workflow>/NN-<id>.yaml'")
         if source_manifest is not None:
             path = self.activities_dir(source_manifest) / file_name
             source = source_manifest.definition.id
@@ -379,18 +170,18 @@ class _Loader:
             path = self.root / other / "activities" / file_name
             source = other
         if not path.is_file():
-            raise _Failure(f"activities entry '{entry}' names a missing file ({self.label(path)})")
+            raise LoadFailure(f"activities entry '{entry}' names a missing file ({self.label(path)})")
         return self.load_activity_file(path, source)
 
     # ---- workflows -------------------------------------------------------------------------------
 
-    def build_workflow(self, manifest: _Manifest) -> Workflow:
+    def build_workflow(self, manifest: ManifestFile) -> Workflow:
         definition = manifest.definition
         rules = definition.rules
         workflow_rules = WorkflowRules(
-            workflow=self.resolve_rules(rules.workflow if rules else None, definition.id),
-            activity=self.resolve_rules(rules.activity if rules else None, definition.id),
-            universal=self.resolve_rules(rules.universal if rules else None, definition.id),
+            workflow=self.manifests.resolve_rules(rules.workflow if rules else None, definition.id),
+            activity=self.manifests.resolve_rules(rules.activity if rules else None, definition.id),
+            universal=self.manifests.resolve_rules(rules.universal if rules else None, definition.id),
         )
         fragments = definition.fragments
         rule_fragments = {
@@ -459,14 +250,14 @@ def load_corpus(root: Path | str) -> Corpus:
             legacy.append(path)
     for path in legacy:
         stem = path.name.rsplit(".", 1)[0]
-        if stem not in loader.by_dir:
+        if stem not in loader.manifests.by_dir:
             loader.read_manifest(stem, path)
 
     workflows: dict[str, Workflow] = {}
-    for workflow_id, manifest in loader.manifests.items():
+    for workflow_id, manifest in loader.manifests.by_id.items():
         try:
             workflows[workflow_id] = loader.build_workflow(manifest)
-        except (*READ_ERRORS, *_PARSE_ERRORS, _Failure) as exc:
+        except (*READ_ERRORS, *PARSE_ERRORS, LoadFailure) as exc:
             loader.load_errors.append(LoadError(manifest.label, error_text(exc), workflow_id))
     ordered = dict(sorted(workflows.items(), key=lambda item: (item[1].dir_name, item[0])))
 
