@@ -44,6 +44,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # the HTTP child-process helpers live with the workflow tests
+from tests.workflow.httpchild import spawn_http_server, stop_process, wait_listening  # noqa: E402
+
 CORPUS = REPO.parent / "shared" / "corpus" / "workflows"
 BASELINE = "e47e4c1"  # main when issue 15 started: the "before" side
 
@@ -96,19 +99,14 @@ class Server:
             read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
         else:
             log = self.workdir / "server.log"
-            proc = await trio.to_thread.run_sync(self._spawn_http, log)
-            stack.callback(_stop, proc)
-            url = await _listening(proc, log)
+            proc = await trio.to_thread.run_sync(spawn_http_server, [sys.executable, *self.args()], self.env, log)
+            stack.callback(stop_process, proc)
+            url = await trio.to_thread.run_sync(wait_listening, proc, log)
             client = await stack.enter_async_context(httpx2.AsyncClient(timeout=httpx2.Timeout(60.0)))
             read, write = await stack.enter_async_context(streamable_http_client(url, http_client=client))
         self.session = await stack.enter_async_context(ClientSession(read, write))
         await self.session.initialize()
         return time.perf_counter() - started
-
-    def _spawn_http(self, log: Path) -> subprocess.Popen[bytes]:
-        with log.open("wb") as errlog:
-            return subprocess.Popen([sys.executable, *self.args()], env=self.env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=errlog)
 
     async def call(self, tool: str, **args: Any) -> str:
         assert self.session is not None
@@ -135,7 +133,10 @@ SAVE_LOOP = """
 import json, sys, time
 from pathlib import Path
 from orchestrator.workflow.session import SessionStore, load_or_create_key, new_session_file, planning_root, touch
-from orchestrator.workflow.serverconfig import load_workflow_settings
+try:
+    from orchestrator.workflow.serverconfig import load_workflow_settings
+except ImportError:  # the baseline revision: the module was workflow/settings.py then
+    from orchestrator.workflow.settings import load_workflow_settings
 work, n = Path(sys.argv[1]), int(sys.argv[2])
 settings = load_workflow_settings({"WORKFLOW_WORKSPACE": str(work), "WORKFLOW_SERVER_KEY_DIR": str(work / "k"),
                                    "TMPDIR": str(work / "t")}, {})
@@ -160,28 +161,6 @@ def save_samples(src: Path, work: Path, n: int) -> list[float]:
     done = subprocess.run([sys.executable, "-c", SAVE_LOOP, str(work), str(n)], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(src)}, timeout=300, check=True)
     return [float(x) for x in json.loads(done.stdout)]
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(15)
-
-
-async def _listening(proc: subprocess.Popen[bytes], log: Path) -> str:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        for line in log.read_text(errors="replace").splitlines():
-            if '"http_listening"' in line:
-                return str(json.loads(line)["urls"][0])
-        if proc.poll() is not None:
-            raise RuntimeError(f"HTTP server exited: {log.read_text()[-2000:]}")
-        await trio.sleep(0.005)  # polling the log for the listening line (an event, not a fixed wait)
-    raise RuntimeError("HTTP server did not listen within 60 s")
 
 
 async def _initialize_samples(make: Callable[[], Server], samples: int) -> list[float]:

@@ -32,6 +32,7 @@ import yaml
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from tests.workflow.httpchild import spawn_http_server, stop_process, wait_listening
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / "workflows"
@@ -228,7 +229,8 @@ class McpProcess(_Calls):
 
     def _spawn_http(self) -> str:
         """Start the HTTP server process; return its ``/mcp`` URL once its log says it listens."""
-        self._proc = spawn_http_server(self.params, self.log_path)
+        command = [self.params.command, *self.params.args]
+        self._proc = spawn_http_server(command, self.params.env or {}, self.log_path, self.params.cwd)
         return wait_listening(self._proc, self.log_path)
 
     def stop(self) -> None:
@@ -271,41 +273,6 @@ class McpProcess(_Calls):
             except ValueError:
                 continue
         return out
-
-
-def spawn_http_server(params: StdioServerParameters, log_path: Path) -> subprocess.Popen[bytes]:
-    """``orchestrator mcp --transport http …`` as a subprocess, its stderr (the JSON log) in ``log_path``."""
-    with log_path.open("wb") as errlog:
-        return subprocess.Popen(
-            [params.command, *params.args], env=dict(params.env or {}), cwd=params.cwd,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog,
-        )
-
-
-def wait_listening(proc: subprocess.Popen[bytes], log_path: Path, timeout: float = 60.0) -> str:
-    """The ``/mcp`` URL from the server's ``http_listening`` log line (waits for that line, or the exit)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for line in log_path.read_text(errors="replace").splitlines():
-            if '"http_listening"' in line:
-                return str(json.loads(line)["urls"][0])
-        if proc.poll() is not None:
-            raise RuntimeError(f"the HTTP server exited with {proc.returncode}: {log_path.read_text()}")
-        time.sleep(0.02)
-    stop_process(proc)
-    raise RuntimeError(f"the HTTP server did not listen within {timeout} s: {log_path.read_text()}")
-
-
-def stop_process(proc: subprocess.Popen[bytes]) -> int:
-    """SIGTERM (the server drains), then SIGKILL after 15 s; returns the exit code."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(15)
-    return proc.returncode
 
 
 TRANSPORTS = ("stdio", "http")

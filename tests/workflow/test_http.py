@@ -7,12 +7,15 @@ two processes sharing one workspace are in ``test_http_processes.py``.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from tests.workflow.conftest import McpProcess
+from tests.workflow.httpchild import spawn_http_server, stop_process, wait_listening
 
 from orchestrator.workflow.http import HttpGuard, guard_from_env, is_loopback
 from orchestrator.workflow.serverconfig import load_workflow_settings
@@ -163,7 +166,6 @@ def test_guard_rules() -> None:
 
 def _server_cmd(tmp_path: Path, *args: str) -> tuple[list[str], dict[str, str]]:
     import os
-    import sys
 
     from tests.workflow.conftest import REPO
 
@@ -173,15 +175,9 @@ def _server_cmd(tmp_path: Path, *args: str) -> tuple[list[str], dict[str, str]]:
 
 
 def test_sigterm_drains_and_exits_0_and_a_taken_port_exits_2(tmp_path: Path) -> None:
-    import subprocess
-
-    from tests.workflow.conftest import stop_process, wait_listening
-
     cmd, env = _server_cmd(tmp_path, "--port", "0")
     log = tmp_path / "first.log"
-    with log.open("wb") as errlog:
-        first = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                 stderr=errlog)
+    first = spawn_http_server(cmd, env, log, tmp_path)
     try:
         url = wait_listening(first, log)
         port = url.rsplit(":", 1)[1].split("/", 1)[0]
