@@ -266,7 +266,7 @@ class SessionStore:
         (``FOLDER_OCCUPIED`` otherwise, nothing written). ``expected`` (a revision) makes the write a
         compare-and-swap: under the folder's lock, a file whose revision differs is ``SESSION_CONFLICT``
         and nothing is written. Raises ``CanonicalJsonError`` for a value with no JSON form (e.g. a NaN
-        variable). ``seq``/``ts`` are the caller's (``state.touch``).
+        variable). ``seq``/``ts`` are the caller's (``sessionfile.touch``).
 
         Durability: one fsync'd write per save. Only ``session.json`` goes through a temp file, fsync and
         rename; the two 64-byte seal files are written in place, which the pending seal makes safe: a torn
