@@ -9,11 +9,11 @@ from __future__ import annotations
 
 __all__ = [
     "ActivityNotFoundError",
-    "CheckpointError",
     "ParameterError",
     "ResourceNotFoundError",
     "SessionStoreError",
     "TechniqueNotFoundError",
+    "WorkflowCheckpointError",
     "WorkflowError",
     "WorkflowNotFoundError",
     "WorkflowValidationError",
@@ -71,7 +71,7 @@ class SessionStoreError(WorkflowError):
         super().__init__(message, code=code)
 
 
-class CheckpointError(WorkflowError):
+class WorkflowCheckpointError(WorkflowError):
     """Checkpoint-gate refusals; ``code`` is one of ``CHECKPOINT_ACTIVE CHECKPOINT_TOO_FAST
     CHECKPOINT_TIMER CHECKPOINT_MODE CHECKPOINT_OPTION CHECKPOINT_NOT_FOUND REPLY_NOT_ACCEPTED``."""
 

@@ -72,11 +72,9 @@ from orchestrator.workflow.tools.ledger import (
     technique_key,
     unchanged_marker,
 )
-from orchestrator.workflow.tools.render import to_yaml
+from orchestrator.workflow.tools.render import SEPARATOR, to_yaml
 
-__all__ = ["SEPARATOR", "activity_refs", "get_activity"]
-
-SEPARATOR = "\n\n---\n\n"
+__all__ = ["activity_refs", "get_activity"]
 
 
 def activity_refs(corpus: Corpus, workflow: Workflow, activity: Activity) -> list[str]:

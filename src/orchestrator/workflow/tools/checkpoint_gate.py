@@ -1,7 +1,7 @@
 """Pure rules of the checkpoint gate, used by ``tools/checkpoints.py``.
 
 Nothing here reads or writes a session: each function takes the active checkpoint, its definition and
-the call's arguments and either returns what to record or raises the ``CheckpointError`` that refuses
+the call's arguments and either returns what to record or raises the ``WorkflowCheckpointError`` that refuses
 the call. Elapsed time is whole milliseconds between the stored ``yieldedAt`` and the server clock.
 """
 
@@ -15,13 +15,13 @@ from typing import Any, Literal
 import msgspec
 
 from orchestrator.workflow.corpus.model import CheckpointEffect, CheckpointOption, CheckpointStep
-from orchestrator.workflow.errors import CheckpointError
+from orchestrator.workflow.errors import WorkflowCheckpointError
 from orchestrator.workflow.session.sessionfile import ActiveCheckpoint, AdhocCheckpoint, AdhocOption, CheckpointEffects
 
 __all__ = [
     "ADHOC_MIN_OPTIONS",
     "CONDITION_NOT_MET",
-    "Answer",
+    "CheckpointAnswer",
     "adhoc_gate",
     "answer_mode",
     "decide",
@@ -65,7 +65,7 @@ def adhoc_gate(
     """
     if not (isinstance(message, str) and message.strip()) or len(options) < ADHOC_MIN_OPTIONS:
         where = f"activity '{activity_id}'" if activity_id else "the session (no current activity)"
-        raise CheckpointError(
+        raise WorkflowCheckpointError(
             "CHECKPOINT_NOT_FOUND",
             f"Checkpoint not found: '{checkpoint_id}' is not declared in {where}. To raise an ad hoc gate, "
             f"supply a message and at least {ADHOC_MIN_OPTIONS} options ({{id, label}})",
@@ -74,14 +74,14 @@ def adhoc_gate(
     seen: set[str] = set()
     for option in built:
         if option.id in seen:
-            raise CheckpointError(
+            raise WorkflowCheckpointError(
                 "CHECKPOINT_OPTION", f"Ad hoc checkpoint '{checkpoint_id}' lists option id '{option.id}' twice"
             )
         seen.add(option.id)
     return AdhocCheckpoint(message=message, options=built)
 
 
-class Answer(msgspec.Struct, kw_only=True):
+class CheckpointAnswer(msgspec.Struct, kw_only=True):
     """A respond call that passed every check: what to store and apply."""
 
     option_id: str
@@ -104,7 +104,7 @@ def answer_mode(args: Mapping[str, Any]) -> Mode:
     if args.get("condition_not_met") is True:
         given.append("condition_not_met")
     if len(given) != 1:
-        raise CheckpointError(
+        raise WorkflowCheckpointError(
             "CHECKPOINT_MODE",
             "Exactly one of option_id, auto_advance: true or condition_not_met: true must be provided "
             f"(got {', '.join(given) or 'none'})",
@@ -119,14 +119,14 @@ def _find_option(
         if option.id == option_id:
             return option
     valid = ", ".join(option.id for option in options)
-    raise CheckpointError(
+    raise WorkflowCheckpointError(
         "CHECKPOINT_OPTION", f"Invalid option '{option_id}' for checkpoint '{checkpoint_id}'. Valid options: [{valid}]"
     )
 
 
 def _check_floor(checkpoint_id: str, elapsed: int, floor_seconds: float) -> None:
     if elapsed < floor_seconds * 1000:
-        raise CheckpointError(
+        raise WorkflowCheckpointError(
             "CHECKPOINT_TOO_FAST",
             f"Checkpoint response too fast for '{checkpoint_id}': {max(elapsed, 0) / 1000:.3f}s after the yield, "
             f"minimum {floor_seconds:g}s. Present the checkpoint to the user and answer with their choice",
@@ -136,7 +136,7 @@ def _check_floor(checkpoint_id: str, elapsed: int, floor_seconds: float) -> None
 def _resolve(
     mode: Mode, args: Mapping[str, Any], active: ActiveCheckpoint, step: CheckpointStep | None, elapsed: int,
     floor_seconds: float,
-) -> Answer:
+) -> CheckpointAnswer:
     cp_id = active.checkpoint_id
     if active.adhoc is not None or step is None:
         if mode != "option":
@@ -145,25 +145,25 @@ def _resolve(
                 if mode == "auto_advance"
                 else f"dismiss ad hoc checkpoint '{cp_id}': it has no condition field"
             )
-            raise CheckpointError("CHECKPOINT_MODE", f"Cannot {detail}; answer it with the user's option_id")
+            raise WorkflowCheckpointError("CHECKPOINT_MODE", f"Cannot {detail}; answer it with the user's option_id")
         _check_floor(cp_id, elapsed, floor_seconds)
         options = active.adhoc.options if active.adhoc is not None else []
-        return Answer(option_id=_find_option(cp_id, args["option_id"], options).id)
+        return CheckpointAnswer(option_id=_find_option(cp_id, args["option_id"], options).id)
 
     options_declared = step.options or ()
     if mode == "option":
         _check_floor(cp_id, elapsed, floor_seconds)
         chosen = _find_option(cp_id, args["option_id"], options_declared)
         assert isinstance(chosen, CheckpointOption)
-        return Answer(option_id=chosen.id, effect=chosen.effect)
+        return CheckpointAnswer(option_id=chosen.id, effect=chosen.effect)
     if mode == "auto_advance":
         if not step.default_option or not step.auto_advance_ms:
-            raise CheckpointError(
+            raise WorkflowCheckpointError(
                 "CHECKPOINT_MODE", f"Cannot auto-advance checkpoint '{cp_id}': missing defaultOption or autoAdvanceMs"
             )
         required_s = math.ceil(step.auto_advance_ms / 1000)
         if elapsed < required_s * 1000:
-            raise CheckpointError(
+            raise WorkflowCheckpointError(
                 "CHECKPOINT_TIMER",
                 f"Auto-advance timer not elapsed for checkpoint '{cp_id}': {max(elapsed, 0) / 1000:.3f}s of "
                 f"{required_s}s (autoAdvanceMs {step.auto_advance_ms}). Wait for the full timer, or answer with "
@@ -171,20 +171,20 @@ def _resolve(
             )
         default = _find_option(cp_id, step.default_option, options_declared)
         assert isinstance(default, CheckpointOption)
-        return Answer(option_id=default.id, effect=default.effect)
+        return CheckpointAnswer(option_id=default.id, effect=default.effect)
     if step.condition is None:
-        raise CheckpointError(
+        raise WorkflowCheckpointError(
             "CHECKPOINT_MODE",
             f"Cannot dismiss checkpoint '{cp_id}': it has no condition field, so condition_not_met does not apply; "
             "answer it with the user's option_id",
         )
-    return Answer(option_id=CONDITION_NOT_MET, dismissed=True)
+    return CheckpointAnswer(option_id=CONDITION_NOT_MET, dismissed=True)
 
 
 def decide(
     args: Mapping[str, Any], active: ActiveCheckpoint, step: CheckpointStep | None, *, now: float,
     floor_seconds: float,
-) -> Answer:
+) -> CheckpointAnswer:
     """Check a respond call against the active gate (``step`` = its declaration, ``None`` for ad hoc).
 
     Order: exactly one mode; for ``option_id`` the response-time floor, then the option id; for
@@ -209,7 +209,7 @@ def decide(
             if mode == "option"
             else "only an option_id whose effect declares recordReply takes a reply"
         )
-        raise CheckpointError(
+        raise WorkflowCheckpointError(
             "REPLY_NOT_ACCEPTED", f"reply is not accepted for checkpoint '{active.checkpoint_id}': {reason}"
         )
     answer.reply = str(reply)

@@ -7,7 +7,7 @@ applies the option's effects (``setVariable``, ``recordReply``, ``skipActivities
 only reported). The worker then *resumes* and learns the answer. Yielding an answered checkpoint again
 replays the stored answer instead of pausing.
 
-Every refusal is a ``CheckpointError`` (no effect, nothing written). Time is the server clock
+Every refusal is a ``WorkflowCheckpointError`` (no effect, nothing written). Time is the server clock
 (``ServerState.now``); elapsed time is measured in milliseconds against the stored ``yieldedAt``.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from orchestrator.workflow.corpus.model import CheckpointStep
-from orchestrator.workflow.errors import CheckpointError
+from orchestrator.workflow.errors import WorkflowCheckpointError
 from orchestrator.workflow.session.sessionfile import ActiveCheckpoint, AdhocCheckpoint, CheckpointResponse, iso_utc
 from orchestrator.workflow.tools.checkpoint_gate import (
     CONDITION_NOT_MET,
@@ -50,7 +50,7 @@ def _active(session: SessionCall) -> ActiveCheckpoint:
     """The active checkpoint, or ``CHECKPOINT_NOT_FOUND`` when the session has none."""
     active = session.state.active_checkpoint
     if active is None:
-        raise CheckpointError(
+        raise WorkflowCheckpointError(
             "CHECKPOINT_NOT_FOUND",
             f"No active checkpoint on session '{session.index}'; a worker must call yield_checkpoint first",
         )
@@ -65,7 +65,7 @@ def _definition(session: SessionCall, active: ActiveCheckpoint) -> CheckpointSte
     activity = session.workflow().get_activity(active.activity_id)
     found = activity.find_checkpoint(active.checkpoint_id) if activity is not None else None
     if found is None:
-        raise CheckpointError(
+        raise WorkflowCheckpointError(
             "CHECKPOINT_NOT_FOUND",
             f"Checkpoint not found: '{active.checkpoint_id}' is no longer declared in activity "
             f"'{active.activity_id}' of workflow '{session.state.workflow_id}' (the definition changed after "
@@ -82,7 +82,7 @@ def _yield(call: McpCall) -> McpReply:
     checkpoint_id: str = call.args["checkpoint_id"]
     current = session.state.active_checkpoint
     if current is not None:
-        raise CheckpointError(
+        raise WorkflowCheckpointError(
             "CHECKPOINT_ACTIVE",
             f"Cannot yield checkpoint '{checkpoint_id}': checkpoint '{current.checkpoint_id}' (activity "
             f"'{current.activity_id}') is already active and awaits the orchestrator's respond_checkpoint",
@@ -93,7 +93,7 @@ def _yield(call: McpCall) -> McpReply:
     if declared is not None:
         extra = [name for name in ("message", "options") if name in call.args]
         if extra:
-            raise CheckpointError(
+            raise WorkflowCheckpointError(
                 "CHECKPOINT_MODE",
                 f"Checkpoint '{checkpoint_id}' is declared in activity '{activity_id}'; drop "
                 f"{' and '.join(extra)}. Yield it by id alone",
@@ -257,7 +257,7 @@ def _resume(call: McpCall) -> McpReply:
     session = call.open()
     active = session.state.active_checkpoint
     if active is not None:
-        raise CheckpointError(
+        raise WorkflowCheckpointError(
             "CHECKPOINT_ACTIVE",
             f"Cannot resume: checkpoint '{active.checkpoint_id}' (activity '{active.activity_id}') is still active; "
             "the orchestrator has not answered it yet",

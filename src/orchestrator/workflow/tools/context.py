@@ -24,7 +24,7 @@ import msgspec
 
 from orchestrator.workflow.errors import (
     ActivityNotFoundError,
-    CheckpointError,
+    WorkflowCheckpointError,
     WorkflowNotFoundError,
 )
 from orchestrator.workflow.session.roots import to_host_path
@@ -237,7 +237,7 @@ class SessionCall:
         """``CHECKPOINT_ACTIVE`` when a checkpoint is active (see ``McpCall.open``)."""
         active = self.state.active_checkpoint
         if active is not None:
-            raise CheckpointError(
+            raise WorkflowCheckpointError(
                 "CHECKPOINT_ACTIVE",
                 f"Active checkpoint '{active.checkpoint_id}' on activity '{active.activity_id}' blocks "
                 f"{self.call.tool}; the orchestrator must resolve it first (present_checkpoint, then "

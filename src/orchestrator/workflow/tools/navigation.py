@@ -38,11 +38,10 @@ from orchestrator.workflow.tools.manifests import (
     step_manifest_warnings,
 )
 from orchestrator.workflow.tools.params import AGENT_ID, SESSION_INDEX, arr, boolean, integer, obj, params, string
-from orchestrator.workflow.tools.render import to_yaml
+from orchestrator.workflow.tools.render import SEPARATOR, to_yaml
 
 __all__ = ["COMPLETE_ACTIVITY", "GET_WORKFLOW", "NEXT_ACTIVITY", "activity_stubs", "transition_warning"]
 
-SEPARATOR = "\n\n---\n\n"
 COMPLETE_ACTIVITY = "complete"
 UNCHANGED_NOTE = (
     "The orchestrator bundle is byte-identical to the one this agent already received in this session; reuse "

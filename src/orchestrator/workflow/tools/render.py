@@ -8,7 +8,10 @@ from typing import Any
 import msgspec
 import yaml
 
-__all__ = ["needs_quotes", "to_json", "to_yaml"]
+__all__ = ["SEPARATOR", "needs_quotes", "to_json", "to_yaml"]
+
+#: Between the two parts of a two-part answer (a bundle of Markdown, then its YAML summary).
+SEPARATOR = "\n\n---\n\n"
 
 _BaseDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
