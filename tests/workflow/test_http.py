@@ -7,15 +7,12 @@ two processes sharing one workspace are in ``test_http_processes.py``.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from tests.workflow.conftest import McpProcess
-from tests.workflow.httpchild import spawn_http_server, stop_process, wait_listening
 
 from orchestrator.workflow.http import HttpGuard, guard_from_env, is_loopback
 from orchestrator.workflow.serverconfig import load_workflow_settings
@@ -162,30 +159,3 @@ def test_guard_rules() -> None:
     assert not guard.origin_allowed("http://127.0.0.1:10", "127.0.0.1:9", "http")
     assert not guard.origin_allowed("http://evil.example", "evil.example", "http")
     assert guard.host_allowed("[::1]:5") is False and guard.host_allowed("localhost:5")
-
-
-def _server_cmd(tmp_path: Path, *args: str) -> tuple[list[str], dict[str, str]]:
-    import os
-
-    from tests.workflow.conftest import REPO
-
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO / "src"),
-           "WORKFLOW_WORKSPACE": str(tmp_path), "WORKFLOW_SERVER_KEY_DIR": str(tmp_path / "k")}
-    return [sys.executable, "-m", "orchestrator", "mcp", "--transport", "http", *args], env
-
-
-def test_sigterm_drains_and_exits_0_and_a_taken_port_exits_2(tmp_path: Path) -> None:
-    cmd, env = _server_cmd(tmp_path, "--port", "0")
-    log = tmp_path / "first.log"
-    first = spawn_http_server(cmd, env, log, tmp_path)
-    try:
-        url = wait_listening(first, log)
-        port = url.rsplit(":", 1)[1].split("/", 1)[0]
-        taken_cmd, taken_env = _server_cmd(tmp_path, "--port", port)
-        taken = subprocess.run(taken_cmd, env=taken_env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                               stdin=subprocess.DEVNULL)
-        assert taken.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in taken.stderr
-    finally:
-        code = stop_process(first)
-    assert code == 0
-    assert '"server_stopped"' in log.read_text()
