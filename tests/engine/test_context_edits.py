@@ -1,5 +1,6 @@
-"""``edit_context``: the ops (half-open ranges, protected preamble, all or nothing) and the builtin's
-bookkeeping (delta-baseline reset, maxCompactionAttempts)."""
+"""``apply_edits`` (``engine/context.py``): the ``edit_context`` ops — half-open ranges, the protected
+preamble, all or nothing, calls never split from their results. (The builtin's bookkeeping is in
+``test_builtins.py``.)"""
 
 from __future__ import annotations
 
@@ -12,9 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.engine.builtins import ContextView, context_info, edit_context
 from orchestrator.engine.context import EditError, apply_edits
-from orchestrator.engine.state import RoleFrame
 from orchestrator.runlog.events import FunctionCall, Message, ToolCall
 
 
@@ -220,99 +219,3 @@ def test_a_successful_batch_never_leaves_a_call_without_its_results(ops: list[di
             assert not open_ids
             open_ids = {c.id for c in message.tool_calls}
     assert not open_ids
-
-
-# --- the edit_context / context_info builtins --------------------------------------------------------
-
-
-def _frame(instance_id: str = "worker-1-1", **kw: Any) -> RoleFrame:
-    history = kw.pop("history", None) or [*_plain(2), *[Message(role="user", content="x" * 400) for _ in range(6)]]
-    return RoleFrame(instance_id=instance_id, role="worker", depth=1, task="t", history=history, **kw)
-
-
-VIEW = ContextView(context_window=8192, effective_budget=4096)
-
-
-def test_a_successful_edit_resets_the_delta_baseline_and_reports_the_new_size() -> None:
-    frame = _frame(logged_upto=8)
-    outcome = edit_context(VIEW, frame, None, [{"op": "drop", "range": [2, 4]}], max_attempts=3)
-    assert outcome.result.kind == "success" and outcome.terminate is None
-    assert frame.logged_upto == 0
-    assert len(frame.history) == 6
-    assert outcome.result.data["messages"][-1]["index"] == 5
-    assert frame.compaction_sizes == [1 + 1 + 4 * 100]
-
-
-def test_a_rejected_edit_leaves_the_history_and_the_baseline_alone() -> None:
-    frame = _frame(logged_upto=8)
-    before = list(frame.history)
-    outcome = edit_context(VIEW, frame, None, [{"op": "drop", "range": [1, 4]}], max_attempts=3)
-    assert outcome.result.kind == "invalid_arguments"
-    assert "protected" in (outcome.result.message or "")
-    assert frame.history == before and frame.logged_upto == 8
-
-
-def test_the_preamble_of_an_entry_frame_is_protected_too() -> None:
-    frame = _frame(preamble=3)
-    outcome = edit_context(VIEW, frame, None, [{"op": "replace", "index": 2, "content": ""}], max_attempts=3)
-    assert outcome.result.kind == "invalid_arguments"
-
-
-def test_edits_that_do_not_shrink_end_the_role_after_max_compaction_attempts() -> None:
-    frame = _frame()
-    same_size = [{"op": "replace", "index": 2, "content": "y" * 400}]
-    for _ in range(2):
-        assert edit_context(VIEW, frame, None, same_size, max_attempts=3).terminate is None
-    outcome = edit_context(VIEW, frame, None, same_size, max_attempts=3)
-    assert outcome.terminate is not None
-    assert outcome.terminate.status == "error"
-    assert outcome.terminate.error is not None and outcome.terminate.error.kind == "compaction_failed"
-
-
-def test_rejected_edits_count_as_attempts_without_progress() -> None:
-    frame = _frame()
-    bad = [{"op": "drop", "range": [0, 1]}]
-    outcomes = [edit_context(VIEW, frame, None, bad, max_attempts=2) for _ in range(2)]
-    assert [o.terminate is not None for o in outcomes] == [False, True]
-
-
-def test_a_shrinking_edit_resets_the_count_of_stalled_attempts() -> None:
-    frame = _frame()
-    same_size = [{"op": "replace", "index": 2, "content": "y" * 400}]
-    edit_context(VIEW, frame, None, same_size, max_attempts=2)
-    assert edit_context(VIEW, frame, None, [{"op": "drop", "range": [7, 8]}], max_attempts=2).terminate is None
-    assert frame.stalled_compactions == 0
-    assert edit_context(VIEW, frame, None, same_size, max_attempts=2).terminate is None
-    assert edit_context(VIEW, frame, None, same_size, max_attempts=2).terminate is not None
-
-
-def test_a_cross_role_edit_changes_the_target_and_charges_the_caller() -> None:
-    caller, target = _frame("planner-1-1"), _frame("worker-2-2", logged_upto=8)
-    caller_history = list(caller.history)
-    outcome = edit_context(VIEW, caller, target, [{"op": "drop", "range": [2, 8]}], max_attempts=3)
-    assert outcome.result.kind == "success"
-    assert outcome.result.data["roleId"] == "worker-2-2"
-    assert len(target.history) == 2 and target.logged_upto == 0
-    assert caller.history == caller_history
-    assert caller.compaction_sizes == [1 + 1]  # the target's new size, on the caller's record
-
-
-def test_an_unresolvable_target_is_an_invalid_arguments_result() -> None:
-    outcome = edit_context(VIEW, _frame(), "no such instance", [{"op": "drop", "range": [2, 3]}], max_attempts=3)
-    assert outcome.result.kind == "invalid_arguments"
-    assert outcome.result.message == "no such instance"
-    assert context_info(VIEW, _frame(), "gone").result.kind == "invalid_arguments"
-
-
-def test_context_info_reports_sizes_budget_and_protected_messages() -> None:
-    frame = _frame(last_prompt_tokens=1000, compaction_sizes=[9, 8, 7, 6, 5, 4])
-    data = context_info(VIEW, frame, None).result.data
-    assert data["roleId"] == "worker-1-1"
-    assert (data["contextWindow"], data["effectiveBudget"]) == (8192, 4096)
-    assert data["lastReportedPromptTokens"] == 1000
-    assert data["currentPromptTokens"] == sum(m["tokens"] for m in data["messages"])
-    assert data["budgetRemaining"] == 4096 - 1000
-    assert data["protectedMessages"] == 2
-    assert data["recentCompactionSizes"] == [8, 7, 6, 5, 4]
-    assert [m["index"] for m in data["messages"]] == list(range(8))
-    assert data["messages"][2] == {"index": 2, "role": "user", "chars": 400, "tokens": 100}

@@ -1,0 +1,71 @@
+"""Reconciliation (``engine/reconcile.py``) of a run whose checkpoint is unusable: arbitrary, wrong and
+deeply nested ``state.json`` all mark the run ``interrupted`` and remove the checkpoint."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.engine.checkpoint_states import DEEP_JSON, WRONG_SNAPSHOTS
+
+from orchestrator.engine.checkpoint import JOURNAL, SNAPSHOT
+from orchestrator.engine.reconcile import reconcile_runs
+from orchestrator.engine.runfolder import RunMeta, read_meta, runs_root, write_meta
+
+RUN_ID = "run-20250101-000000"
+
+
+def _unresumable_run(workspace: Path, state_json: bytes, *, with_meta: bool) -> Path:
+    run_dir = runs_root(workspace) / RUN_ID
+    run_dir.mkdir(parents=True)
+    if with_meta:
+        meta = RunMeta(
+            run_id=RUN_ID,
+            task="build it",
+            status="running",
+            effort="standard",
+            log_level="full",
+            guild_path="/g",
+            start_time="2025-01-01T00:00:00Z",
+        )
+        write_meta(run_dir, meta)
+    (run_dir / SNAPSHOT).write_bytes(state_json)
+    (run_dir / JOURNAL).write_bytes(b"junk\n")
+    return run_dir
+
+
+def _assert_marked_interrupted(workspace: Path, run_dir: Path, *, with_meta: bool) -> None:
+    result = reconcile_runs(workspace, guild_path="/g")
+    assert result.resumable is None
+    assert set(result.interrupted) == {RUN_ID}
+    meta = read_meta(run_dir)
+    assert meta is not None
+    assert meta.status == "interrupted"
+    assert meta.error is not None and meta.error.kind == "interrupted"
+    assert meta.error.message and "could not resume" in meta.error.message
+    assert meta.end_time
+    if with_meta:
+        assert (meta.task, meta.start_time, meta.guild_path) == ("build it", "2025-01-01T00:00:00Z", "/g")
+    assert not (run_dir / SNAPSHOT).exists() and not (run_dir / JOURNAL).exists()
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.binary(max_size=300), with_meta=st.booleans())
+def test_reconcile_marks_a_run_with_arbitrary_state_json_interrupted(data: bytes, with_meta: bool) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = _unresumable_run(Path(tmp), data, with_meta=with_meta)
+        _assert_marked_interrupted(Path(tmp), run_dir, with_meta=with_meta)
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_SNAPSHOTS))
+def test_reconcile_marks_a_run_with_a_wrong_snapshot_interrupted(tmp_path: Path, name: str) -> None:
+    run_dir = _unresumable_run(tmp_path, WRONG_SNAPSHOTS[name], with_meta=True)
+    _assert_marked_interrupted(tmp_path, run_dir, with_meta=True)
+
+
+def test_reconcile_survives_a_deeply_nested_state_json(tmp_path: Path) -> None:
+    run_dir = _unresumable_run(tmp_path, DEEP_JSON, with_meta=True)
+    _assert_marked_interrupted(tmp_path, run_dir, with_meta=True)
