@@ -13,13 +13,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from tests.helpers import REPO
 
 from orchestrator import defaults
 from orchestrator.config import load_settings
 from orchestrator.defaults import PACKAGED, packaged_path
 from orchestrator.workflow.serverconfig import BUNDLED_WORKFLOW_DIR
-
-from .conftest import REPO
 
 DEFAULTS = REPO / "src" / "orchestrator" / "defaults"
 

@@ -9,11 +9,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from tests.helpers import REPO
 
 from orchestrator.defaults import packaged_path
 from orchestrator.defaults.init import InitRefused, init_workspace
-
-from .conftest import REPO
 
 NOW = datetime(2026, 12, 1, 21, 0, 5, tzinfo=UTC)
 
