@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.crash.harness import CrashHarness, crash_script
+from tests.crash.harness import CrashHarness
+from tests.crash.scenario import crash_script
 from tests.helpers import serve_script
 
 KILLS = int(os.environ.get("CRASH_KILLS", "50"))

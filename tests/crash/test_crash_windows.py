@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.crash.harness import check_log_lines
+from tests.crash.checks import check_log_lines
 from tests.engine.harness import FAST, call, finish, turn
 from tests.helpers import make_settings
 

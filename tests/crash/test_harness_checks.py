@@ -6,15 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.crash.harness import (
+from tests.crash.checks import (
     Baseline,
     Reference,
     check_finished_workspace,
     check_log_lines,
     check_pairs,
     classify_kill,
-    crash_script,
 )
+from tests.crash.scenario import crash_script
 
 from orchestrator.sim import parse_script
 
