@@ -22,7 +22,8 @@ How a page names things (the convention the page states in its "How to read this
   ``engine/run.py:Run.run_role``.
   ``name`` is a top-level function, class or assignment of that module, or a dotted path into it: a
   class's methods, class-level fields and ``self.<attr>`` assignments, a function's nested functions
-  (``service/app.py:create_app.healthz``). Checked with ``ast``; nothing is imported.
+  (``service/app.py:create_app.healthz``). Checked with ``ast``; nothing is imported. The forms the
+  check cannot read — `` `engine/run.py` (`run_role`) ``, ``engine.run.Run`` — fail with the form to use.
 * **A link** ``[text](page.md#anchor)`` must reach an existing file, and the anchor a heading of it.
 
 Failures name the page, the line and the missing thing.
@@ -218,6 +219,40 @@ def test_architecture_names_only_paths_and_symbols_that_exist() -> None:
     assert not found, "docs/architecture.md names what does not exist:\n" + "\n".join(found)
 
 
+_OLD_STYLE = re.compile(r"`(?P<path>[\w./-]+\.py)` \(`(?P<name>[A-Za-z_]\w*(?:\.\w+)*)`")
+_DOTTED = re.compile(r"(?P<dotted>[a-z_]+(?:\.[A-Za-z_]\w*){2,})")
+
+
+def form_problems(text: str) -> list[str]:
+    """Symbols named in another form than ``path.py:name``: a module path followed by a parenthesis
+    that starts with a backticked name (`` `engine/run.py` (`run_role`) ``), or a dotted module path
+    (``engine.run.Run``) whose first part is a package of ``src/orchestrator/``."""
+    found: list[str] = []
+    fenced = False
+    packages = {p.name for p in PACKAGE.iterdir() if p.is_dir()}
+    for number, line in enumerate(text.splitlines(), 1):
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        for old in _OLD_STYLE.finditer(line):
+            found.append(
+                f"docs/architecture.md:{number}: write `{old['path']}:{old['name']}`, "
+                f"not `{old['path']}` (`{old['name']}`)"
+            )
+        spans = line.split() if fenced else _TICKED.findall(line)
+        for span in spans:
+            dotted = _DOTTED.fullmatch(span.strip("(),;"))
+            if dotted and dotted["dotted"].split(".")[0] in packages:
+                found.append(f"docs/architecture.md:{number}: write `{dotted['dotted']}` as `<path>.py:<name>`")
+    return found
+
+
+def test_architecture_names_symbols_in_the_documented_form() -> None:
+    """Symbols the test can check: ``path.py:name``, never the forms it cannot."""
+    found = form_problems(ARCHITECTURE.read_text())
+    assert not found, "\n".join(found)
+
+
 def test_architecture_names_many_symbols() -> None:
     """The check above checks something: the page names modules and symbols in the documented form."""
     named = list(claims(ARCHITECTURE))
@@ -322,6 +357,10 @@ def test_the_checks_catch_what_they_claim_to() -> None:
         "docs/architecture.md:6: `engine/run.py` defines no `no_such_function`",
         "docs/architecture.md:7: link to a missing heading `architecture.md#no-such-heading`",
         "docs/architecture.md:7: link to a missing file `nowhere.md`",
+    ]
+    assert form_problems("`engine/run.py` (`run_role`)\n```\nengine.runner.execute_run\n```\n") == [
+        "docs/architecture.md:1: write `engine/run.py:run_role`, not `engine/run.py` (`run_role`)",
+        "docs/architecture.md:3: write `engine.runner.execute_run` as `<path>.py:<name>`",
     ]
     assert _FOREIGN.search("see ../shared/" + "design/engine.md") and _FOREIGN.search("engine.md " + "\u00a73")
     assert not _FOREIGN.search("../shared/corpus/workflows when present")
