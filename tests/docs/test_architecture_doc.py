@@ -114,7 +114,7 @@ def _resolve(claim: Claim) -> Path | None:
     if "/" not in path:
         found = [base / path for base in (PACKAGE, REPO) if (base / path).exists()]
         if not found and claim.page != ARCHITECTURE:
-            found = [p for p in REPO.rglob(path) if ".venv" not in p.parts and "node_modules" not in p.parts]
+            found = [p for p in _repository_files() if p.name == path]
         return found[0] if found else None
     for base in BASES:
         if "*" in path:
@@ -318,7 +318,9 @@ _FOREIGN = re.compile(
 )
 
 
-def _repository_files() -> list[Path]:
+@functools.cache
+def _repository_files() -> tuple[Path, ...]:
+    """Every file of the repository that git tracks or would track (ignored files, like ``.venv/``, not)."""
     listed = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
         cwd=REPO,
@@ -326,7 +328,7 @@ def _repository_files() -> list[Path]:
         text=True,
         check=True,
     ).stdout.splitlines()
-    return [REPO / name for name in listed if (REPO / name).is_file()]
+    return tuple(REPO / name for name in listed if (REPO / name).is_file())
 
 
 def test_no_file_cites_documents_outside_the_repository() -> None:
