@@ -7,13 +7,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.engine.harness import FAST, call, finish, of_type, turn
 from tests.helpers import make_settings, serve_script
 
+from orchestrator.engine.controls import RunControls
 from orchestrator.engine.interrupts import InterruptQueue
-from orchestrator.engine.runner import RunRequest, RunServices, execute_run
+from orchestrator.engine.runner import RunOutcome, RunRequest, RunServices, execute_run
 from orchestrator.runlog import read_events
 from orchestrator.runlog.events import RunEvent
 
@@ -82,7 +84,7 @@ async def test_operator_requests_never_break_the_pairing(flavor: str, plan: list
                 inquiryHandlerRole="inquiry_responder",
             )
             queue = InterruptQueue()
-            runs: list[Any] = []
+            runs: list[RunControls] = []
             seen = 0
             due = sorted(plan)
 
@@ -98,8 +100,16 @@ async def test_operator_requests_never_break_the_pairing(flavor: str, plan: list
                     elif runs:
                         runs[0].modify_plan("change of plan")
 
-            services = RunServices(timeouts=FAST, interrupts=queue, on_run=runs.append, log_listeners=[listener])
-            outcome = await execute_run(config, workspace, RunRequest(task="go", effort="quick"), services)
+            services = RunServices(timeouts=FAST, interrupts=queue, log_listeners=[listener])
+            outcomes: list[RunOutcome] = []
+
+            async def execute(task_status: trio.TaskStatus[RunControls] = trio.TASK_STATUS_IGNORED) -> None:
+                request = RunRequest(task="go", effort="quick")
+                outcomes.append(await execute_run(config, workspace, request, services, task_status=task_status))
+
+            async with trio.open_nursery() as nursery:
+                runs.append(await nursery.start(execute))
+            outcome = outcomes[0]
             events = read_events(outcome.run_dir / "log.jsonl")
     assert outcome.card.status == "success"
     starts = sorted(p["roleId"] for p in of_type(events, "role_start"))

@@ -11,7 +11,10 @@ import trio
 from tests.engine.harness import FAST, call, finish, of_type, turn, types
 from tests.helpers import make_settings
 
-from orchestrator.engine.runner import RunRequest, RunServices, execute_run
+from orchestrator.engine.checkpoint import load_checkpoint
+from orchestrator.engine.controls import RunControls
+from orchestrator.engine.runfolder import runs_root
+from orchestrator.engine.runner import RunOutcome, RunRequest, RunServices, execute_run
 from orchestrator.runlog import read_events
 
 INSPECT = ["list_role_messages", "read_message_window", "search_role_blocks", "recent_role_tool_calls"]
@@ -30,9 +33,24 @@ def loop_triggers(every_tool_calls: int = 1000, every_tokens: int = 10_000_000, 
     return {"handlerRole": "loop_detector", "everyToolCalls": every_tool_calls, "everyTokens": every_tokens, **extra}
 
 
-async def run(settings, workspace: Path, *, effort: str = "standard", **services: Any):
+async def run(
+    settings, workspace: Path, *, effort: str = "standard", controls: list[RunControls] | None = None, **services: Any
+):
+    """Run to the end; ``controls`` (when given) receives the run's ``RunControls`` as the engine hands it over."""
     services.setdefault("timeouts", FAST)
-    outcome = await execute_run(settings, workspace, RunRequest(task="do it", effort=effort), RunServices(**services))
+    request = RunRequest(task="do it", effort=effort)
+    outcomes: list[RunOutcome] = []
+
+    async def execute(task_status: trio.TaskStatus[RunControls] = trio.TASK_STATUS_IGNORED) -> None:
+        outcomes.append(
+            await execute_run(settings, workspace, request, RunServices(**services), task_status=task_status)
+        )
+
+    async with trio.open_nursery() as nursery:
+        handle = await nursery.start(execute)
+        if controls is not None:
+            controls.append(handle)
+    outcome = outcomes[0]
     return outcome, read_events(outcome.run_dir / "log.jsonl")
 
 
@@ -389,7 +407,7 @@ async def test_plan_modification_cancels_the_chain_below_the_owner_at_once(tmp_p
                 result["modified"] = runs[0].modify_plan("use the new approach")
 
             nursery.start_soon(operator)
-            outcome, events = await run(settings, tmp_path, on_run=runs.append, log_listeners=[listener])
+            outcome, events = await run(settings, tmp_path, controls=runs, log_listeners=[listener])
         requests = await sim.responses_requests()
     assert outcome.card.summary == "done"
     owner, aborted = result["modified"]
@@ -465,7 +483,7 @@ async def test_plan_modification_at_the_root_unwinds_every_frame_at_its_own_boun
     async with sim_for(script) as sim:
         settings = make_settings(tmp_path, sim.base_url, roles=ROLES)
         with trio.fail_after(10):  # the 20 s command is killed, not waited for
-            outcome, events = await run(settings, tmp_path, on_run=runs.append, log_listeners=[listener])
+            outcome, events = await run(settings, tmp_path, controls=runs, log_listeners=[listener])
     assert outcome.card.summary == "re-planned at the top"
     assert result["modified"][1] == ["planner-1-2", "coder-2-3"]
     finished = {f["roleId"]: f for f in of_type(events, "role_finished")}
@@ -494,17 +512,17 @@ async def test_cross_role_edit_rejections_and_no_checkpoint_inside_the_interlude
             turn("coder", finish("ok")),
         ]
     }
-    runs: list[Any] = []
     seqs: list[int] = []
 
     def listener(event: Any) -> None:
         if type(event).__name__ in ("RoleStart", "RoleFinished") and event.payload.role == "context_manager":
-            seqs.append(runs[0].checkpointer.seq)
+            (run_dir,) = runs_root(tmp_path).iterdir()
+            seqs.append(load_checkpoint(run_dir)[1])  # the newest checkpoint on disk
 
     async with sim_for(script) as sim:
         roles = {"coder": ["run_shell", "finish"], **{k: v for k, v in ROLES.items() if k != "coder"}}
         settings = make_settings(tmp_path, sim.base_url, roles=roles, **HANDLERS)
-        outcome, events = await run(settings, tmp_path, on_run=runs.append, log_listeners=[listener])
+        outcome, events = await run(settings, tmp_path, log_listeners=[listener])
         requests = await sim.responses_requests()
     assert outcome.card.summary == "ok"
     edits = [r for r in of_type(events, "tool_result") if r["tool"] == "edit_context"]

@@ -138,24 +138,6 @@ async def test_settings_config_and_the_demo_harness(tmp_path: Path) -> None:
             for path in ("/api/settings", "/api/runs", "/api/queue", "/"):
                 assert secret not in (await server.get(path)).text
 
-            scenarios = await server.json("/api/demo/scenarios")
-            assert scenarios and {"id", "label", "frameCount", "participants"} <= set(scenarios[0])
-            first = scenarios[0]
-            last_frame = first["frameCount"] - 1
-            frame = await server.json(f"/api/demo/flow/{first['id']}/{last_frame}")
-            assert [p["id"] for p in frame["participants"]] == [p["id"] for p in first["participants"]]
-            operation = frame["operations"][0]["id"]
-            details = await server.json(f"/api/demo/flow/{first['id']}/{last_frame}", params={"operation": operation})
-            assert details["operationId"] == operation and "details" in details
-            for path, params in (
-                ("/api/demo/flow/no-such-scenario/0", {}),
-                (f"/api/demo/flow/{first['id']}/{first['frameCount']}", {}),
-                (f"/api/demo/flow/{first['id']}/{last_frame}", {"operation": "no-such-op"}),
-                (f"/api/demo/flow/{first['id']}/x", {}),
-            ):
-                response = await server.get(path, params=params)
-                assert (response.status_code, response.json()) == (404, NOT_FOUND), path
-
 
 def _run_script() -> dict[str, Any]:
     """lead → coder; the coder runs a command then finishes; the lead finishes; a model summary line."""

@@ -152,16 +152,16 @@ ROWS = [
         True,
     ),
     Row(
-        "settle needs_clarification: prefix stripped, lineage = this run, re-park clears answer",
+        "settle needs_clarification: the typed question, lineage = this run, re-park clears answer",
         [BOUND],
-        Settle(R1, "needs_clarification", summary="waiting for an answer to: which db?"),
+        Settle(R1, "needs_clarification", summary="waiting for an answer to: which db?", question="which db?"),
         [it("a", "needs_input", run_id=R1, continues_from=R1, question="which db?", effort="thorough")],
         True,
     ),
     Row(
-        "settle needs_clarification: no prefix → verbatim",
+        "settle needs_clarification: the question, whatever the summary says",
         [it("a", "active", run_id=R1)],
-        Settle(R1, "needs_clarification", summary="Which database?"),
+        Settle(R1, "needs_clarification", summary="(anything)", question="Which database?"),
         [it("a", "needs_input", run_id=R1, continues_from=R1, question="Which database?")],
         True,
     ),
@@ -441,15 +441,27 @@ def test_next_dispatch_is_the_first_waiting_item() -> None:
     assert q.next_dispatch(items[:2]) is None
 
 
-def test_mark_dispatching_writes_the_marker() -> None:
-    after, _ = q.mark_dispatching([it("a")], "a", NOW)
+def test_dispatch_writes_the_marker() -> None:
+    after, _ = transition([it("a")], Dispatch("a"), NOW)
     assert q.active_item(after) == it("a", "active")
 
 
-def test_parked_question() -> None:
-    assert q.parked_question("waiting for an answer to: why?") == "why?"
-    assert q.parked_question("why?") == "why?"
-    assert q.parked_question("") is None
+def test_question_from_summary_reads_the_parked_card_form() -> None:
+    assert q.question_from_summary("waiting for an answer to: why?") == "why?"
+    assert q.question_from_summary("why?") == "why?"
+    assert q.question_from_summary("") is None
+
+
+def test_settle_from_meta_carries_the_typed_question_else_recovers_it_from_the_summary() -> None:
+    """A meta on disk (boot repair, a meta written by an older version) holds the question only in its
+    summary; the run's outcome hands it over typed and that wins."""
+    parked = meta(R1, "needs_clarification", summary="waiting for an answer to: which db?")
+    assert Settle.from_meta(parked).question == "which db?"
+    assert Settle.from_meta(parked, question="typed?").question == "typed?"
+    assert Settle.from_meta(meta(R1, "needs_clarification", summary="Which database?")).question == "Which database?"
+    assert Settle.from_meta(meta(R1, "success", summary="waiting for an answer to: x")).question is None
+    after, _ = run([it("a", "active", run_id=R1)], Settle.from_meta(parked))
+    assert after[0].status == "needs_input" and after[0].question == "which db?"
 
 
 def test_timestamps() -> None:

@@ -17,10 +17,9 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.engine.runfolder import RunMeta, runs_root, write_meta
 from orchestrator.service import queue as q
 from orchestrator.service.queue import Cancel, Enqueue, QueueItem, QueueNotFound
-from orchestrator.service.queue_store import QueueStore, load_queue, queue_path, read_metas, save_queue
+from orchestrator.service.queue_store import QueueStore, load_queue, queue_path, save_queue
 
 QUEUED = "2024-05-01T10:00:00.000Z"
 R1 = "run-20240501-110000"
@@ -160,35 +159,6 @@ def test_any_truncation_reads_as_empty_or_whole(items: list[QueueItem], data: st
     with tempfile.TemporaryDirectory() as tmp:
         write(Path(tmp), encoded[:cut])
         assert load_queue(Path(tmp)) == []
-
-
-# --- metas ---------------------------------------------------------------------------------------------
-
-
-def _meta(run_id: str, status: str) -> RunMeta:
-    return RunMeta(
-        run_id=run_id,
-        task="t",
-        status=status,
-        effort="standard",
-        log_level="full",
-        guild_path="/g",
-        start_time=QUEUED,
-    )
-
-
-def test_read_metas_keeps_readable_run_metas_only(tmp_path: Path) -> None:
-    root = runs_root(tmp_path)
-    for run_id, status in [(R1, "success"), ("run-20240501-120000", "running")]:
-        (root / run_id).mkdir(parents=True)
-        write_meta(root / run_id, _meta(run_id, status))
-    (root / "run-20240501-130000").mkdir()
-    (root / "run-20240501-130000" / "meta.json").write_text("{torn")
-    (root / "notes").mkdir()
-    metas = read_metas(tmp_path)
-    assert {k: m.status for k, m in metas.items()} == {R1: "success", "run-20240501-120000": "running"}
-    assert read_metas(tmp_path, [R1, "run-20240501-140000"]).keys() == {R1}
-    assert read_metas(tmp_path / "elsewhere") == {}
 
 
 # --- the store -----------------------------------------------------------------------------------------

@@ -4,6 +4,9 @@ This is the seam both the CLI and the service use. ``execute_run`` starts a new 
 continues one rebuilt from its checkpoint. Both return when the entry role has a card, then write the
 terminal meta and delete the checkpoint. Cancellation (shutdown) propagates and leaves the meta at
 ``running`` with the last checkpoint on disk: the run is resumable, not finished.
+
+A host that routes operator requests starts them with ``nursery.start``: once the run's role tree
+exists they hand it a ``RunControls`` handle (``task_status.started``); the host never holds the run.
 """
 
 from __future__ import annotations
@@ -14,9 +17,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import trio
+
 from orchestrator.config import Settings
 from orchestrator.config.secrets import Redactor, secret_values
 from orchestrator.engine.checkpoint import Checkpointer, delete_checkpoint
+from orchestrator.engine.controls import RunControls
 from orchestrator.engine.human import HumanBackend
 from orchestrator.engine.interrupts import InterruptQueue
 from orchestrator.engine.run import DeltaSink, Run
@@ -38,6 +44,7 @@ from orchestrator.runlog.writer import LogLevel, RunLog, utc_timestamp
 from orchestrator.tools import NativeTool, default_native_tools, ensure_git_exclude
 
 __all__ = [
+    "Continuation",
     "InvalidContinuation",
     "PreparedRun",
     "RunOutcome",
@@ -65,6 +72,9 @@ class RunOutcome:
     run_dir: Path
     card: ResultCard
     meta: RunMeta
+    #: The question a ``needs_clarification`` run waits on (a parked ``ask_human``, else the entry
+    #: card's summary); ``None`` for every other status.
+    question: str | None = None
 
 
 @dataclass
@@ -82,8 +92,6 @@ class RunServices:
     durable: bool = True
     #: Who answers ``ask_human`` (none: the tool reports ``unavailable``).
     human: HumanBackend | None = None
-    #: Called with the live ``Run`` once it exists (the service keeps it to route operator requests).
-    on_run: Callable[[Run], None] | None = None
     #: Queue-dispatched runs park an early ``ask_human`` instead of waiting (see docs/queueing.md).
     queue_tracked: bool = False
     #: The secret values kept out of the log and the conversation; ``None``: gathered at run start from
@@ -95,14 +103,25 @@ class InvalidContinuation(ValueError):
     """``continuesFrom`` does not name a known run with a terminal status."""
 
 
-def continuation_briefing(workspace: Path, prior_id: str) -> tuple[str, RunMeta]:
-    """The marked block appended below a continuation's task, and the prior run's meta.
+@dataclass(frozen=True)
+class Continuation:
+    """A checked ``continuesFrom``: the prior run's id and the marked block appended below the task."""
 
+    prior_id: str
+    block: str
+
+
+def continuation_briefing(
+    workspace: Path, prior_id: str, *, read: Callable[[Path], RunMeta | None] = read_meta
+) -> Continuation:
+    """Check ``prior_id`` (a run id naming a readable run with a terminal status) and build its block.
+
+    ``read`` reads the prior run's meta (a caller holding the metas already passes its own).
     Raises ``InvalidContinuation`` naming what is wrong with ``prior_id``.
     """
     if not RUN_ID_PATTERN.match(prior_id):
         raise InvalidContinuation(f"continuesFrom {prior_id!r} is not a run id (run-YYYYMMDD-HHMMSS)")
-    prior = read_meta(runs_root(workspace) / prior_id)
+    prior = read(runs_root(workspace) / prior_id)
     if prior is None:
         raise InvalidContinuation(f"continuesFrom {prior_id!r} names no readable run in {runs_root(workspace)}")
     if prior.status not in TERMINAL_STATUSES:
@@ -117,7 +136,7 @@ def continuation_briefing(workspace: Path, prior_id: str) -> tuple[str, RunMeta]
             "[End of briefing]",
         ]
     )
-    return block, prior
+    return Continuation(prior_id=prior_id, block=block)
 
 
 def _tools(services: RunServices) -> dict[str, NativeTool]:
@@ -138,8 +157,12 @@ async def _drive(
     services: RunServices,
     checkpointer: Checkpointer,
     task: str | None,
+    task_status: trio.TaskStatus[RunControls],
 ) -> ResultCard:
-    """Open the log and the model client, run (``task``) or resume (``None``) to the entry card."""
+    """Open the log and the model client, run (``task``) or resume (``None``) to the entry card.
+
+    Hands ``task_status`` the run's ``RunControls`` once the role tree exists (at once when an MCP
+    server problem ends the run before it starts)."""
     model = settings.deployment.model
     level: LogLevel = "standard" if state.log_level == "standard" else "full"
     redactor = _redactor(settings, workspace, services)
@@ -151,6 +174,7 @@ async def _drive(
                 open_mcp_tools(settings) as mcp,
             ):
                 if isinstance(mcp, list):  # an MCP server the Guild references could not be used
+                    task_status.started(RunControls(services.interrupts))
                     return _config_error_card(mcp)
                 run = Run(
                     settings=mcp.settings,
@@ -166,8 +190,7 @@ async def _drive(
                     redactor=redactor,
                 )
                 run.queue_tracked = services.queue_tracked
-                if services.on_run is not None:
-                    services.on_run(run)
+                task_status.started(RunControls(services.interrupts, run.modify_plan))
                 return await (run.execute(task) if task is not None else run.resume())
     finally:
         checkpointer.close()
@@ -176,6 +199,14 @@ async def _drive(
 def _config_error_card(problems: list[str]) -> ResultCard:
     message = "the run could not start its MCP tool servers: " + "; ".join(problems)
     return ResultCard(status="error", summary=message, error=CardError(kind="unavailable", message=message))
+
+
+def _question(card: ResultCard, state: RunState) -> str | None:
+    """The question a ``needs_clarification`` card waits on: the parked ``ask_human`` question, else the
+    card's own summary (an entry role that finished ``needs_clarification``)."""
+    if card.status != "needs_clarification":
+        return None
+    return state.park_question or card.summary or None
 
 
 def _finish(run_dir: Path, meta: RunMeta, card: ResultCard) -> None:
@@ -199,18 +230,26 @@ class PreparedRun:
 
 
 def prepare_run(
-    settings: Settings, workspace: Path, request: RunRequest, *, now: datetime | None = None, briefing: str = ""
+    settings: Settings,
+    workspace: Path,
+    request: RunRequest,
+    *,
+    now: datetime | None = None,
+    briefing: str = "",
+    continuation: Continuation | None = None,
 ) -> PreparedRun:
     """Create the run folder and its ``running`` meta (synchronous: the caller learns the id at once).
 
     ``briefing`` (the queue's interim briefing) is appended below the task, after any continuation
-    block; neither reaches ``meta.task``. Raises ``InvalidContinuation`` or ``RunIdCollision`` before
-    anything is written.
+    block; neither reaches ``meta.task``. ``continuation``: ``request.continues_from`` already checked
+    by the caller (checked here when absent). Raises ``InvalidContinuation`` or ``RunIdCollision``
+    before anything is written.
     """
     task = request.task
     if request.continues_from:
-        block, _ = continuation_briefing(workspace, request.continues_from)
-        task = f"{task}\n\n{block}"
+        if continuation is None or continuation.prior_id != request.continues_from:
+            continuation = continuation_briefing(workspace, request.continues_from)
+        task = f"{task}\n\n{continuation.block}"
     if briefing:
         task = f"{task}\n\n{briefing}"
     run_id = new_run_id(now or datetime.now(UTC))
@@ -232,14 +271,28 @@ def prepare_run(
 
 
 async def execute_prepared(
-    settings: Settings, workspace: Path, prepared: PreparedRun, services: RunServices | None = None
+    settings: Settings,
+    workspace: Path,
+    prepared: PreparedRun,
+    services: RunServices | None = None,
+    *,
+    task_status: trio.TaskStatus[RunControls] = trio.TASK_STATUS_IGNORED,
 ) -> RunOutcome:
-    """Run a prepared run to its card and write the terminal meta."""
+    """Run a prepared run to its card and write the terminal meta; ``task_status`` gets the run's
+    ``RunControls`` once its role tree exists (``nursery.start``)."""
     services = services or RunServices()
     checkpointer = Checkpointer(prepared.run_dir, durable=services.durable)
-    card = await _drive(settings, workspace, prepared.run_dir, prepared.state, services, checkpointer, prepared.task)
+    card = await _drive(
+        settings, workspace, prepared.run_dir, prepared.state, services, checkpointer, prepared.task, task_status
+    )
     _finish(prepared.run_dir, prepared.meta, card)
-    return RunOutcome(run_id=prepared.run_id, run_dir=prepared.run_dir, card=card, meta=prepared.meta)
+    return RunOutcome(
+        run_id=prepared.run_id,
+        run_dir=prepared.run_dir,
+        card=card,
+        meta=prepared.meta,
+        question=_question(card, prepared.state),
+    )
 
 
 async def execute_run(
@@ -249,12 +302,14 @@ async def execute_run(
     services: RunServices | None = None,
     *,
     now: datetime | None = None,
+    task_status: trio.TaskStatus[RunControls] = trio.TASK_STATUS_IGNORED,
 ) -> RunOutcome:
     """Create the run folder, run the Guild on ``request.task`` and write the terminal meta.
 
     Raises ``InvalidContinuation`` or ``RunIdCollision`` before anything is written.
     """
-    return await execute_prepared(settings, workspace, prepare_run(settings, workspace, request, now=now), services)
+    prepared = prepare_run(settings, workspace, request, now=now)
+    return await execute_prepared(settings, workspace, prepared, services, task_status=task_status)
 
 
 async def resume_run(
@@ -264,8 +319,11 @@ async def resume_run(
     state: RunState,
     seq: int,
     services: RunServices | None = None,
+    *,
+    task_status: trio.TaskStatus[RunControls] = trio.TASK_STATUS_IGNORED,
 ) -> RunOutcome:
-    """Continue the run in ``run_dir`` from its recovered checkpoint ``(state, seq)``."""
+    """Continue the run in ``run_dir`` from its recovered checkpoint ``(state, seq)``; ``task_status``
+    as in ``execute_prepared``."""
     services = services or RunServices()
     meta = read_meta(run_dir) or RunMeta(
         run_id=state.run_id,
@@ -278,6 +336,6 @@ async def resume_run(
     )
     checkpointer = Checkpointer(run_dir, durable=services.durable)
     checkpointer.resume_from(seq)
-    card = await _drive(settings, workspace, run_dir, state, services, checkpointer, None)
+    card = await _drive(settings, workspace, run_dir, state, services, checkpointer, None, task_status)
     _finish(run_dir, meta, card)
-    return RunOutcome(run_id=state.run_id, run_dir=run_dir, card=card, meta=meta)
+    return RunOutcome(run_id=state.run_id, run_dir=run_dir, card=card, meta=meta, question=_question(card, state))

@@ -1,4 +1,4 @@
-"""The one run the service is executing: its id, its scope, its operator-request queue, its ``Run``."""
+"""The one run the service is executing: its id, its scope, and the handle for its operator requests."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import trio
 
+from orchestrator.engine.controls import RunControls
 from orchestrator.engine.interrupts import InterruptQueue
-from orchestrator.engine.run import Run
 
 __all__ = ["ActiveRun"]
 
@@ -16,7 +16,13 @@ __all__ = ["ActiveRun"]
 @dataclass
 class ActiveRun:
     """Lives from dispatch to settlement. ``scope`` bounds the run's task: cancelling it (shutdown past
-    the wind-down) abandons the run, leaving its checkpoint for the next start."""
+    the wind-down, the one way the service stops a run) abandons the run, leaving its checkpoint for the
+    next start.
+
+    ``controls`` is the run's ``RunControls`` once the engine hands it over (``task_status.started``);
+    until then (the model probe, the run's start-up) it posts every request to the same ``interrupts``
+    queue the run will drain at its first safe point.
+    """
 
     run_id: str
     run_dir: Path
@@ -25,8 +31,7 @@ class ActiveRun:
     interrupts: InterruptQueue = field(default_factory=InterruptQueue)
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     done: trio.Event = field(default_factory=trio.Event)
-    run: Run | None = None
+    controls: RunControls = field(init=False)
 
-    @property
-    def interrupt_pending(self) -> bool:
-        return self.interrupts.pending
+    def __post_init__(self) -> None:
+        self.controls = RunControls(self.interrupts)

@@ -8,6 +8,7 @@ scope; settlement maps the run's meta onto its queue item and ticks the schedule
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,10 +16,12 @@ import trio
 
 from orchestrator.config import Settings
 from orchestrator.config.probe import refresh_model
+from orchestrator.engine.controls import RunControls
 from orchestrator.engine.reconcile import reconcile_runs
-from orchestrator.engine.run import Run
 from orchestrator.engine.runfolder import RunIdCollision, RunMeta, read_meta, runs_root
 from orchestrator.engine.runner import (
+    Continuation,
+    InvalidContinuation,
     PreparedRun,
     RunOutcome,
     RunRequest,
@@ -28,6 +31,7 @@ from orchestrator.engine.runner import (
     prepare_run,
     resume_run,
 )
+from orchestrator.engine.state import RunState
 from orchestrator.llm import LlmTimeouts
 from orchestrator.projectsettings import read_project_settings, resolve_effort, resolve_log_level
 from orchestrator.runlog.events import ResultCard
@@ -39,7 +43,7 @@ from orchestrator.service.human import PendingQuestions
 from orchestrator.service.queue_store import QueueStore
 from orchestrator.service.summary import first_line, interrupt_history, summarize_run, write_summary
 
-__all__ = ["RunInProgress", "Service"]
+__all__ = ["MetaReader", "RunInProgress", "Service"]
 
 log = logging.getLogger("orchestrator.service")
 
@@ -48,8 +52,42 @@ COLLISION_SLEEP = 1.1
 COLLISION_RETRIES = 3
 
 
+#: Reads one run folder's ``meta.json`` (``None``: missing or unreadable); ``read_meta`` by default.
+MetaReader = Callable[[Path], RunMeta | None]
+
+
 class RunInProgress(Exception):
     """A run is active (``POST /api/runs`` answers 409 ``run_in_progress``)."""
+
+
+class _TickMetas:
+    """The run folders' metas as one scheduler tick sees them: each ``meta.json`` read at most once per
+    tick, and only when the tick needs metas at all (a repair or a dispatch)."""
+
+    def __init__(self, root: Path, read: MetaReader) -> None:
+        self._root = root
+        self._read = read
+        self._by_name: dict[str, RunMeta] | None = None
+
+    def by_folder(self) -> dict[str, RunMeta]:
+        """Every readable meta keyed by its folder's name, in folder-name order."""
+        if self._by_name is None:
+            dirs = sorted(p for p in self._root.iterdir() if p.is_dir()) if self._root.is_dir() else []
+            self._by_name = {d.name: meta for d in dirs if (meta := self._read(d)) is not None}
+        return self._by_name
+
+    def read(self, run_dir: Path) -> RunMeta | None:
+        """``read_meta`` answered from the snapshot (a folder outside the runs root is read directly)."""
+        return self.by_folder().get(run_dir.name) if run_dir.parent == self._root else self._read(run_dir)
+
+    def for_repair(self, items: list[q.QueueItem]) -> dict[str, RunMeta]:
+        """The metas ``Repair`` needs: every ``active`` item's run, and every ``running`` run."""
+        metas = self.by_folder()
+        found = {i.run_id: metas[i.run_id] for i in items if i.run_id and i.status == "active" and i.run_id in metas}
+        for name, meta in metas.items():
+            if name not in found and meta.status == "running":
+                found[meta.run_id] = meta
+        return found
 
 
 class Service:
@@ -63,7 +101,9 @@ class Service:
         timeouts: LlmTimeouts | None = None,
         title: str = "Adaptive Orchestrator",
         build: dict[str, str | None] | None = None,
+        meta_reader: MetaReader = read_meta,
     ) -> None:
+        """``meta_reader`` reads a run folder's ``meta.json`` for the scheduler (tests pass a counting one)."""
         self.settings = settings
         self.workspace = workspace
         self.timeouts = timeouts or LlmTimeouts()
@@ -73,6 +113,7 @@ class Service:
         self.questions = PendingQuestions()
         self.hub = StreamHub()
         self.active: ActiveRun | None = None
+        self._read_meta = meta_reader
         self.gate_open = True
         #: Set when the wind-down is over and serving stops: live-stream sockets close with 1001.
         self.stopping = trio.Event()
@@ -122,31 +163,18 @@ class Service:
 
     # --- the scheduler -------------------------------------------------------------------------------
 
-    def _metas(self, items: list[q.QueueItem]) -> dict[str, RunMeta]:
-        metas: dict[str, RunMeta] = {}
-        for item in items:
-            if item.run_id and item.status == "active":
-                meta = read_meta(runs_root(self.workspace) / item.run_id)
-                if meta is not None:
-                    metas[item.run_id] = meta
-        root = runs_root(self.workspace)
-        if root.is_dir():
-            for run_dir in root.iterdir():
-                meta = read_meta(run_dir) if run_dir.name not in metas else None
-                if meta is not None and meta.status == "running":
-                    metas[meta.run_id] = meta
-        return metas
-
     async def tick(self) -> str | None:
         """One scheduler cycle. Returns the id of a run it started, if any."""
         async with self._tick_lock:
             return await self._tick_locked()
 
-    async def _tick_locked(self) -> str | None:
-        """``tick`` with ``_tick_lock`` held by the caller."""
+    async def _tick_locked(self, checked: Continuation | None = None) -> str | None:
+        """``tick`` with ``_tick_lock`` held by the caller. ``checked``: the dispatched item's
+        ``continuesFrom`` as its submitter already checked it (not checked again)."""
+        metas = _TickMetas(runs_root(self.workspace), self._read_meta)
         items = self.queue.load()
         if any(i.status == "active" for i in items):
-            await self.queue.apply(lambda items: q.transition(items, q.Repair(self._metas(items)), _now()))
+            await self.queue.apply(lambda items: q.transition(items, q.Repair(metas.for_repair(items)), _now()))
         if not self.gate_open or self.active is not None:
             return None
         items = self.queue.load()
@@ -156,7 +184,7 @@ class Service:
         await self.queue.apply(lambda items: q.transition(items, q.Dispatch(item.id), _now()))
         for attempt in range(COLLISION_RETRIES + 1):
             try:
-                run_id = self._start(item)
+                run_id = self._start(item, metas, checked)
             except RunIdCollision:
                 if attempt == COLLISION_RETRIES:
                     await self.queue.apply(lambda items: q.transition(items, q.Release(item.id), _now()))
@@ -171,38 +199,45 @@ class Service:
             return run_id
         return None
 
-    def _request(self, item: q.QueueItem) -> tuple[RunRequest, str]:
+    def _continuation(self, item: q.QueueItem, metas: _TickMetas, checked: Continuation | None) -> Continuation | None:
+        """The item's ``continuesFrom`` checked once (``checked`` when the submitter did); a prior run that
+        is gone or not finished drops the lineage (the item still runs)."""
+        if not item.continues_from:
+            return None
+        if checked is not None and checked.prior_id == item.continues_from:
+            return checked
+        try:
+            return continuation_briefing(self.workspace, item.continues_from, read=metas.read)
+        except InvalidContinuation:
+            return None
+
+    def _request(
+        self, item: q.QueueItem, metas: _TickMetas, continuation: Continuation | None
+    ) -> tuple[RunRequest, str]:
         """The submission for an item: resolved effort/level, continuation lineage, interim briefing."""
         project = read_project_settings(self.workspace)
         logging_default = self.settings.deployment.logging.level if self.settings.deployment.logging else None
-        continues_from = None
-        if item.continues_from:
-            try:
-                continuation_briefing(self.workspace, item.continues_from)
-                continues_from = item.continues_from
-            except ValueError:
-                continues_from = None
         request = RunRequest(
             task=item.task,
             effort=resolve_effort(item.effort, project),
             log_level=resolve_log_level(item.log_level, project, logging_default),  # type: ignore[arg-type]
-            continues_from=continues_from,
+            continues_from=continuation.prior_id if continuation is not None else None,
         )
-        metas = [m for d in _run_dirs(self.workspace) if (m := read_meta(d)) is not None]
         cancelled = cancelled_since(self.queue.load(), item.queued_at)
         briefing = interim_briefing(
             item.queued_at,
-            completed_since(metas, item.queued_at),
+            completed_since(metas.by_folder().values(), item.queued_at),
             cancelled,
             question=item.question,
             answer=item.answer,
         )
         return request, briefing
 
-    def _start(self, item: q.QueueItem) -> str:
+    def _start(self, item: q.QueueItem, metas: _TickMetas, checked: Continuation | None) -> str:
         """Prepare the run (its id exists at once) and start it in the service nursery."""
-        request, briefing = self._request(item)
-        prepared = prepare_run(self.settings, self.workspace, request, briefing=briefing)
+        continuation = self._continuation(item, metas, checked)
+        request, briefing = self._request(item, metas, continuation)
+        prepared = prepare_run(self.settings, self.workspace, request, briefing=briefing, continuation=continuation)
         active = ActiveRun(run_id=prepared.run_id, run_dir=prepared.run_dir, item_id=item.id, task=item.task)
         self._activate(active)
         write_summary(prepared.run_dir, first_line(item.task))
@@ -215,54 +250,67 @@ class Service:
         self.hub.active_run = active.run_id
 
     def _services(self, active: ActiveRun, *, queue_tracked: bool) -> RunServices:
-        def keep(run: Run) -> None:
-            active.run = run
-
         return RunServices(
             timeouts=self.timeouts,
             on_delta=self.hub.publish,
             interrupts=active.interrupts,
             human=self.questions,
-            on_run=keep,
             queue_tracked=queue_tracked,
         )
 
     async def _run_task(self, active: ActiveRun, prepared: PreparedRun) -> None:
-        outcome: RunOutcome | None = None
-        with active.scope:
-            try:
-                await self.refresh_model()  # the last probe failed: look again before the run needs it
-                outcome = await execute_prepared(
-                    self.settings, self.workspace, prepared, self._services(active, queue_tracked=True)
-                )
-            except Exception:
-                log.exception("run %s crashed", active.run_id)
-        await self._settle(active, outcome)
+        services = self._services(active, queue_tracked=True)
 
-    async def _resume_task(self, active: ActiveRun, state, seq: int) -> None:  # type: ignore[no-untyped-def]
+        async def execute(task_status: trio.TaskStatus[RunControls]) -> RunOutcome:
+            await self.refresh_model()  # the last probe failed: look again before the run needs it
+            return await execute_prepared(self.settings, self.workspace, prepared, services, task_status=task_status)
+
+        await self._settle(active, await self._drive(active, execute, "run %s crashed"))
+
+    async def _resume_task(self, active: ActiveRun, state: RunState, seq: int) -> None:
+        services = self._services(active, queue_tracked=False)
+
+        async def execute(task_status: trio.TaskStatus[RunControls]) -> RunOutcome:
+            return await resume_run(
+                self.settings, self.workspace, active.run_dir, state, seq, services, task_status=task_status
+            )
+
+        await self._settle(active, await self._drive(active, execute, "resumed run %s crashed"))
+
+    async def _drive(
+        self,
+        active: ActiveRun,
+        execute: Callable[[trio.TaskStatus[RunControls]], Awaitable[RunOutcome]],
+        crashed: str,
+    ) -> RunOutcome | None:
+        """Run ``execute`` inside ``active.scope``, keeping the ``RunControls`` it hands over on ``active``.
+        Returns its outcome; ``None`` when it crashed (logged) or was abandoned (the scope cancelled)."""
         outcome: RunOutcome | None = None
+
+        async def run(task_status: trio.TaskStatus[RunControls] = trio.TASK_STATUS_IGNORED) -> None:
+            nonlocal outcome
+            outcome = await execute(task_status)
+
         with active.scope:
             try:
-                outcome = await resume_run(
-                    self.settings,
-                    self.workspace,
-                    active.run_dir,
-                    state,
-                    seq,
-                    self._services(active, queue_tracked=False),
-                )
+                async with trio.open_nursery() as run_nursery:  # bounds the run's one task
+                    active.controls = await run_nursery.start(run)
             except Exception:
-                log.exception("resumed run %s crashed", active.run_id)
-        await self._settle(active, outcome)
+                log.exception(crashed, active.run_id)
+        return outcome
 
     async def _settle(self, active: ActiveRun, outcome: RunOutcome | None) -> None:
         """The run ended (or was abandoned at shutdown): map it onto its queue item, free the slot."""
         if active.scope.cancelled_caught:
             self._deactivate(active)
             return  # abandoned: meta stays running, the checkpoint resumes it next start
-        meta = read_meta(active.run_dir)
-        if meta is not None and meta.status != "running":
-            await self.queue.apply(lambda items: q.transition(items, q.Settle.from_meta(meta), _now()))
+        if outcome is not None:
+            settle = q.Settle.from_meta(outcome.meta, question=outcome.question)
+        else:  # crashed: whatever the meta on disk says (still ``running`` unless the end was written)
+            meta = read_meta(active.run_dir)
+            settle = q.Settle.from_meta(meta) if meta is not None else None
+        if settle is not None and settle.status != "running":
+            await self.queue.apply(lambda items: q.transition(items, settle, _now()))
         self._deactivate(active)
         if self._nursery is not None and outcome is not None:
             self._nursery.start_soon(self._summarize, active, outcome.card)
@@ -286,19 +334,21 @@ class Service:
     # --- requests from the API -----------------------------------------------------------------------
 
     async def submit_run(
-        self, task: str, *, effort: str | None, log_level: str | None, continues_from: str | None
+        self, task: str, *, effort: str | None, log_level: str | None, continuation: Continuation | None
     ) -> str:
         """``POST /api/runs``: refuse when busy (before enqueuing), else enqueue at the head and start it
-        in this request. Raises ``RunInProgress`` or ``RunIdCollision`` (its item withdrawn)."""
+        in this request. ``continuation``: the body's ``continuesFrom``, checked by the caller (once).
+        Raises ``RunInProgress`` or ``RunIdCollision`` (its item withdrawn)."""
         async with self._tick_lock:  # check, enqueue and dispatch as one step: no other tick in between
             if self.active is not None or not self.gate_open:
                 raise RunInProgress
+            continues_from = continuation.prior_id if continuation is not None else None
             event = q.Enqueue(
                 task=task, effort=effort, log_level=log_level, continues_from=continues_from, at_head=True
             )
             await self.queue.apply(lambda items: q.transition(items, event, _now()))
             try:
-                run_id = await self._tick_locked()
+                run_id = await self._tick_locked(continuation)
             except RunIdCollision:
                 await self.queue.apply(lambda items: q.transition(items, q.Withdraw(event.item_id), _now()))
                 raise
@@ -329,7 +379,7 @@ class Service:
             return False
         from orchestrator.lifecycle import WIND_DOWN_NOTICE
 
-        active.interrupts.post_notice(WIND_DOWN_NOTICE)
+        active.controls.notify(WIND_DOWN_NOTICE)
         with trio.move_on_after(seconds):
             async with trio.open_nursery() as waiters:
 
@@ -350,8 +400,3 @@ class Service:
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _run_dirs(workspace: Path) -> list[Path]:
-    root = runs_root(workspace)
-    return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []

@@ -75,11 +75,10 @@ __all__ = [
     "Withdraw",
     "active_item",
     "format_timestamp",
-    "mark_dispatching",
     "next_dispatch",
-    "parked_question",
     "parse_position",
     "parse_timestamp",
+    "question_from_summary",
     "transition",
 ]
 
@@ -168,7 +167,8 @@ class Settle:
     """A run ended. Targets the still-``active`` item bound to ``run_id``; no such item → no change.
 
     ``status`` is the meta status; ``summary`` the meta ``result.summary``; ``error`` the meta
-    ``result.error.message`` else ``error.message``; ``at`` overrides ``settledAt`` (boot: meta endTime).
+    ``result.error.message`` else ``error.message``; ``question`` what a ``needs_clarification`` run
+    waits on (the item's ``question``); ``at`` overrides ``settledAt`` (boot: meta endTime).
     """
 
     kind: ClassVar[str] = "settle"
@@ -176,10 +176,15 @@ class Settle:
     status: str
     summary: str | None = None
     error: str | None = None
+    question: str | None = None
     at: str | None = None
 
     @classmethod
-    def from_meta(cls, meta: RunMeta, *, at_end_time: bool = False) -> Settle:
+    def from_meta(cls, meta: RunMeta, *, question: str | None = None, at_end_time: bool = False) -> Settle:
+        """The settlement a run's meta describes. ``question``: the parked question as the run's outcome
+        carries it; absent (a meta read from disk, e.g. at boot), it is recovered from the summary."""
+        if question is None and meta.status == "needs_clarification" and meta.result is not None:
+            question = question_from_summary(meta.result.summary)
         card_error = meta.result.error if meta.result is not None else None
         error = (card_error.message if card_error is not None else None) or (
             meta.error.message if meta.error is not None else None
@@ -189,6 +194,7 @@ class Settle:
             status=meta.status,
             summary=meta.result.summary if meta.result is not None else None,
             error=error,
+            question=question,
             at=meta.end_time if at_end_time else None,
         )
 
@@ -217,8 +223,9 @@ class Effects:
 # --- helpers -------------------------------------------------------------------------------------
 
 
-def parked_question(summary: str | None) -> str | None:
-    """The question a parked run asked: its summary minus ``PARK_PREFIX``, else the summary verbatim."""
+def question_from_summary(summary: str | None) -> str | None:
+    """The question a ``needs_clarification`` meta read from disk waits on: its result summary minus
+    ``PARK_PREFIX`` (how a parked run's card reads), else the summary verbatim."""
     if not summary:
         return None
     return summary[len(PARK_PREFIX) :] if summary.startswith(PARK_PREFIX) else summary
@@ -364,7 +371,7 @@ def _settle(items: list[QueueItem], i: int, ev: QueueEvent, now: str) -> tuple[l
     item = items[i]
     if ev.status == "needs_clarification":
         parked = _rebuild(item, "needs_input", ev.run_id)
-        new = msgspec.structs.replace(parked, run_id=ev.run_id, question=parked_question(ev.summary), answer=None)
+        new = msgspec.structs.replace(parked, run_id=ev.run_id, question=ev.question or None, answer=None)
     elif ev.status in ("success", "error"):
         new = msgspec.structs.replace(
             item,
@@ -461,8 +468,3 @@ def next_dispatch(items: Sequence[QueueItem]) -> QueueItem | None:
 def active_item(items: Sequence[QueueItem]) -> QueueItem | None:
     """The first ``active`` item (bound or a dispatch marker), if any."""
     return next((item for item in items if item.status == "active"), None)
-
-
-def mark_dispatching(items: Sequence[QueueItem], item_id: str, now: datetime) -> tuple[list[QueueItem], Effects]:
-    """``transition(items, Dispatch(item_id), now)``: write the dispatch marker."""
-    return transition(items, Dispatch(item_id), now)

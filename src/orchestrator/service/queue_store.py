@@ -18,11 +18,10 @@ from typing import TypeVar
 import msgspec
 import trio
 
-from orchestrator.engine.runfolder import RUN_ID_PATTERN, RunMeta, read_meta, runs_root
 from orchestrator.fsutil import atomic_write
 from orchestrator.service.queue import Effects, QueueEvent, QueueFile, QueueItem, transition
 
-__all__ = ["QueueStore", "load_queue", "queue_path", "read_metas", "save_queue"]
+__all__ = ["QueueStore", "load_queue", "queue_path", "save_queue"]
 
 T = TypeVar("T")
 
@@ -50,22 +49,6 @@ def save_queue(workspace: Path, items: Sequence[QueueItem], *, durable: bool = T
     path = queue_path(workspace)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, _encoder.encode(QueueFile(items=list(items))), durable=durable)
-
-
-def read_metas(workspace: Path, run_ids: Sequence[str] | None = None) -> dict[str, RunMeta]:
-    """Every readable ``meta.json`` (or only those of ``run_ids``), keyed by run id; unreadable ones are absent."""
-    root = runs_root(workspace)
-    if run_ids is None:
-        try:
-            run_ids = [p.name for p in root.iterdir() if RUN_ID_PATTERN.match(p.name)]
-        except OSError:
-            return {}
-    metas = {}
-    for run_id in run_ids:
-        meta = read_meta(root / run_id)
-        if meta is not None and meta.run_id == run_id:
-            metas[run_id] = meta
-    return metas
 
 
 class QueueStore:

@@ -1,4 +1,5 @@
-"""``/ws/stream``: the live token stream, with limits so sockets cannot pile up.
+"""The live token stream's socket protocol and limits (the ``/ws/stream`` route is ``routes.stream``),
+so sockets cannot pile up.
 
 - at most ``max_sockets`` at once (default 64); one more is accepted and closed with 1013 (try again);
 - the first message (``subscribe`` or ``ping``) must come within ``first_message_seconds`` (default 30),
@@ -18,13 +19,12 @@ from dataclasses import dataclass
 import msgspec
 import trio
 from quart import websocket
-from quart_trio import QuartTrio
 
 from orchestrator.errors import ConfigError
 from orchestrator.service.core import Service
 from orchestrator.service.hub import Subscription, frames
 
-__all__ = ["StreamLimits", "handle_message", "register_stream", "stream_limits_from_env"]
+__all__ = ["StreamLimits", "handle_message", "serve_socket", "stream_limits_from_env"]
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
@@ -59,25 +59,9 @@ def stream_limits_from_env(env: Mapping[str, str]) -> StreamLimits:
     )
 
 
-def register_stream(app: QuartTrio, service: Service, limits: StreamLimits) -> None:
-    """Add ``/ws/stream`` to ``app``; the open-socket count lives in this closure, not in a global."""
-    open_sockets = 0
-
-    @app.websocket("/ws/stream")
-    async def stream() -> None:
-        nonlocal open_sockets
-        if open_sockets >= limits.max_sockets:
-            await websocket.accept()
-            await websocket.close(1013, "too many live streams; try again later")
-            return
-        open_sockets += 1
-        try:
-            await _serve_socket(service, limits)
-        finally:
-            open_sockets -= 1
-
-
-async def _serve_socket(service: Service, limits: StreamLimits) -> None:
+async def serve_socket(service: Service, limits: StreamLimits) -> None:
+    """Serve the request's websocket until it closes: forward the subscribed run's frames, answer
+    pings and subscriptions, close with 1008 when silent too long and 1001 when the service stops."""
     subscription = service.hub.subscribe()
     try:
         async with trio.open_nursery() as nursery:

@@ -1,0 +1,85 @@
+"""What every route module shares: JSON answers, the error body, the request body, run-folder checks.
+
+Error bodies are ``{"ok": false, "error": <code>}`` with the codes of the seed (``invalid_body``,
+``not_found``, ``run_in_progress``, ``run_id_collision``, ``run_not_active``, ``status_forbidden``,
+``no_run``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from quart import Response, request
+
+from orchestrator.service.etag import etag_of, matches
+
+__all__ = [
+    "LOG_LEVELS",
+    "RunFolders",
+    "conditional_json",
+    "error_response",
+    "json_response",
+    "optional_choice",
+    "read_body",
+]
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder()
+#: The log levels a body may name (``logLevel``).
+LOG_LEVELS = ("full", "standard")
+
+
+def json_response(value: Any, status: int = 200) -> Response:
+    return Response(_encoder.encode(value), status=status, content_type="application/json")
+
+
+def error_response(code: str, status: int) -> Response:
+    return json_response({"ok": False, "error": code}, status)
+
+
+def conditional_json(value: Any) -> Response:
+    """``value`` as JSON with its ETag — or an empty ``304`` when the request already holds that tag."""
+    body = _encoder.encode(value)
+    tag = etag_of(body)
+    headers = {"etag": tag, "cache-control": "no-cache"}
+    if matches(request.headers.get("if-none-match"), tag):
+        return Response(b"", status=304, headers=headers)
+    return Response(body, status=200, content_type="application/json", headers=headers)
+
+
+async def read_body() -> dict[str, Any] | None:
+    """The JSON object body, or ``None`` when it is not one (→ 400 invalid_body)."""
+    try:
+        value = _decoder.decode(await request.get_data(as_text=False) or b"null")
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def optional_choice(body: dict[str, Any], key: str, allowed: tuple[str, ...]) -> tuple[bool, str | None]:
+    """``body[key]`` when absent/null (``(True, None)``) or one of ``allowed``; ``ok`` is ``False`` otherwise."""
+    value = body.get(key)
+    if value is None:
+        return True, None
+    return (isinstance(value, str) and value in allowed), value if isinstance(value, str) else None
+
+
+class RunFolders:
+    """The workspace's run folders as the routes address them: ``known`` is the one run-id check."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def folder(self, run_id: str) -> Path:
+        return self.root / run_id
+
+    def known(self, run_id: str) -> bool:
+        """A plain folder name holding a ``meta.json`` or a ``log.jsonl``."""
+        run_dir = self.root / run_id
+        return (
+            bool(run_id)
+            and "/" not in run_id
+            and ((run_dir / "meta.json").exists() or (run_dir / "log.jsonl").exists())
+        )

@@ -1,0 +1,108 @@
+"""Runs: ``POST /api/runs`` (start one now), ``GET /api/runs`` (the list), ``GET /api/runs/<id>`` and
+``GET /api/run`` (a run's view, the latest one's), ``POST /api/runs/<id>/interrupt`` (operator requests)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from quart import Blueprint, Response
+
+from orchestrator.engine.effort import EFFORT_TIERS
+from orchestrator.engine.runfolder import RunIdCollision, read_meta
+from orchestrator.engine.runner import Continuation, InvalidContinuation, continuation_briefing
+from orchestrator.service.core import RunInProgress, Service
+from orchestrator.service.routes.common import (
+    LOG_LEVELS,
+    RunFolders,
+    conditional_json,
+    error_response,
+    json_response,
+    optional_choice,
+    read_body,
+)
+from orchestrator.service.runindex import RunIndexes
+from orchestrator.service.views import latest_run_id, list_runs, read_text, run_view
+
+__all__ = ["runs_blueprint"]
+
+
+def runs_blueprint(service: Service, indexes: RunIndexes, folders: RunFolders) -> Blueprint:
+    runs = Blueprint("runs", __name__)
+
+    @runs.post("/api/runs")
+    async def post_run() -> Response:
+        body = await read_body()
+        if body is None or not isinstance(body.get("task"), str) or not body["task"].strip():
+            return error_response("invalid_body", 400)
+        ok_effort, effort = optional_choice(body, "effort", EFFORT_TIERS)
+        ok_level, level = optional_choice(body, "logLevel", LOG_LEVELS)
+        continues_from = body.get("continuesFrom")
+        if not (ok_effort and ok_level) or (continues_from is not None and not isinstance(continues_from, str)):
+            return error_response("invalid_body", 400)
+        continuation: Continuation | None = None
+        if continues_from is not None:
+            try:  # the one check of ``continuesFrom`` for this submission: the run starts from its result
+                continuation = continuation_briefing(service.workspace, continues_from)
+            except InvalidContinuation:
+                return error_response("invalid_body", 400)
+        if not service.gate_open:
+            return json_response({"ok": False, "error": "shutting_down"}, 503)
+        try:
+            run_id = await service.submit_run(body["task"], effort=effort, log_level=level, continuation=continuation)
+        except RunInProgress:
+            return error_response("run_in_progress", 409)
+        except RunIdCollision:
+            return error_response("run_id_collision", 409)
+        return json_response({"runId": run_id}, 201)
+
+    @runs.get("/api/runs")
+    async def get_runs() -> Response:
+        return json_response(list_runs(service.workspace))
+
+    async def view(run_id: str) -> Response:
+        if not folders.known(run_id):
+            return error_response("not_found", 404)
+        run_dir = folders.folder(run_id)
+        active = service.active
+        answer = run_view(
+            run_id,
+            read_meta(run_dir),
+            (await indexes.get(run_id)).aggregate,
+            plan=read_text(run_dir / "plan.md"),
+            interrupt_pending=active is not None and active.run_id == run_id and active.controls.pending,
+            now=datetime.now(UTC),
+        )
+        return conditional_json(answer)
+
+    @runs.get("/api/runs/<run_id>")
+    async def get_run(run_id: str) -> Response:
+        return await view(run_id)
+
+    @runs.get("/api/run")
+    async def get_latest() -> Response:
+        run_id = latest_run_id(service.workspace)
+        if run_id is None:
+            return error_response("no_run", 404)
+        return await view(run_id)
+
+    @runs.post("/api/runs/<run_id>/interrupt")
+    async def post_interrupt(run_id: str) -> Response:
+        body = await read_body()
+        kind, message = (body or {}).get("kind"), (body or {}).get("message")
+        if (
+            body is None
+            or kind not in ("inquiry", "plan_modification")
+            or not isinstance(message, str)
+            or not message.strip()
+        ):
+            return error_response("invalid_body", 400)
+        active = service.active
+        if active is None or active.run_id != run_id:
+            return error_response("run_not_active", 409)
+        if kind == "inquiry":
+            active.controls.inquire(message)
+        else:  # applied now; with no role live yet, at the run's first safe point
+            active.controls.modify_plan(message)
+        return json_response({"ok": True}, 202)
+
+    return runs
