@@ -41,7 +41,7 @@ from tests.helpers import make_settings  # noqa: E402
 
 from orchestrator.service.app import create_app  # noqa: E402
 from orchestrator.service.core import Service  # noqa: E402
-from orchestrator.service.perimeter import Policy  # noqa: E402
+from orchestrator.service.perimeter_rules import Policy  # noqa: E402
 
 TOKEN = "bench-token-0123456789abcdefghijklmnop"
 RUN_ID = "run-20260101-000000"

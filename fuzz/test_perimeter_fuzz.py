@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.service.perimeter import (
+from orchestrator.service.perimeter_rules import (
     Policy,
     content_type_allowed,
     cookie_name,

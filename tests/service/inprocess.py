@@ -20,7 +20,7 @@ from tests.helpers import make_settings
 
 from orchestrator.service.app import create_app
 from orchestrator.service.core import Service
-from orchestrator.service.perimeter import Policy
+from orchestrator.service.perimeter_rules import Policy
 from orchestrator.service.stream import StreamLimits
 
 __all__ = ["TOKEN", "inprocess_app"]

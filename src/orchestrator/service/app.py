@@ -11,7 +11,8 @@ from quart_trio import QuartTrio
 
 from orchestrator.engine.runfolder import runs_root
 from orchestrator.service.core import Service
-from orchestrator.service.perimeter import Perimeter, Policy
+from orchestrator.service.perimeter import Perimeter
+from orchestrator.service.perimeter_rules import Policy
 from orchestrator.service.routes.common import RunFolders
 from orchestrator.service.routes.config import config_blueprint
 from orchestrator.service.routes.errors import errors_blueprint

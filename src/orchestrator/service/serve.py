@@ -30,7 +30,8 @@ from orchestrator.llm import timeouts_from_env
 from orchestrator.service.app import create_app
 from orchestrator.service.core import Service
 from orchestrator.service.errorpage import create_error_app
-from orchestrator.service.perimeter import Perimeter, is_loopback, policy_from_env
+from orchestrator.service.perimeter import Perimeter
+from orchestrator.service.perimeter_rules import is_loopback, policy_from_env
 from orchestrator.service.stream import stream_limits_from_env
 from orchestrator.service.token import NO_TOKEN_ENV, resolve_token
 
