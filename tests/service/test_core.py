@@ -1,0 +1,118 @@
+"""The scheduler and the submission path of ``Service``: what one tick reads, what one submission checks.
+
+The metas are read through a counting ``meta_reader`` handed to the ``Service`` (no patching); the run a
+tick dispatches points at a closed model port and is cancelled with the nursery once the tick returns.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections import Counter
+from pathlib import Path
+
+import trio
+from tests.helpers import make_settings
+
+from orchestrator.engine.runfolder import RunMeta, read_meta, runs_root, write_meta
+from orchestrator.engine.runner import Continuation
+from orchestrator.runlog.events import ResultCard
+from orchestrator.service.core import Service
+from orchestrator.service.queue import QueueItem
+from orchestrator.service.queue_store import load_queue, save_queue
+
+ROLES = {"lead": ["agent", "finish"], "coder": ["run_shell", "finish"]}
+QUEUED = "2024-05-01T10:00:00.000Z"
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _service(tmp_path: Path, reads: Counter[str] | None = None) -> Service:
+    settings = make_settings(tmp_path, f"http://127.0.0.1:{_closed_port()}/v1", roles=ROLES)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    def counting(run_dir: Path) -> RunMeta | None:
+        if reads is not None:
+            reads[run_dir.name] += 1
+        return read_meta(run_dir)
+
+    return Service(settings, workspace, meta_reader=counting)
+
+
+def _finished_run(workspace: Path, run_id: str, status: str = "success", *, ended: str | None = None) -> None:
+    run_dir = runs_root(workspace) / run_id
+    run_dir.mkdir(parents=True)
+    meta = RunMeta(
+        run_id=run_id,
+        task=f"task of {run_id}",
+        status=status,
+        effort="standard",
+        log_level="full",
+        guild_path="/guild",
+        start_time="2024-05-01T09:00:00.000Z",
+        end_time=ended,
+        result=ResultCard(status="success", summary=f"{run_id} done") if status == "success" else None,
+    )
+    write_meta(run_dir, meta)
+
+
+async def test_one_tick_reads_each_meta_once_through_repair_and_dispatch(tmp_path: Path) -> None:
+    """The tick repairs an item whose run finished while nobody watched, then dispatches the next one
+    (whose interim briefing lists finished runs and whose ``continuesFrom`` is checked): every
+    ``meta.json`` is read once."""
+    reads: Counter[str] = Counter()
+    service = _service(tmp_path, reads)
+    bound, older, prior = "run-20240501-110000", "run-20240501-100500", "run-20240501-100700"
+    _finished_run(service.workspace, bound, ended="2024-05-01T11:05:00.000Z")
+    _finished_run(service.workspace, older, ended="2024-05-01T10:06:00.000Z")
+    _finished_run(service.workspace, prior, ended="2024-05-01T10:08:00.000Z")
+    save_queue(
+        service.workspace,
+        [
+            QueueItem(id="a", task="bound task", status="active", run_id=bound, queued_at=QUEUED),
+            QueueItem(id="b", task="next task", status="waiting", continues_from=prior, queued_at=QUEUED),
+        ],
+    )
+    async with trio.open_nursery() as nursery:
+        service.attach(nursery)
+        started = await service.tick()
+        seen = dict(reads)
+        nursery.cancel_scope.cancel()
+    assert started is not None
+    assert seen == {bound: 1, older: 1, prior: 1}
+    items = {item.id: item for item in load_queue(service.workspace)}
+    assert items["a"].status == "done"  # repaired from its meta
+    assert (items["b"].status, items["b"].run_id) == ("active", started)
+    assert read_meta(runs_root(service.workspace) / started).continues_from == prior  # type: ignore[union-attr]
+
+
+async def test_a_tick_with_nothing_to_repair_or_dispatch_reads_no_meta(tmp_path: Path) -> None:
+    reads: Counter[str] = Counter()
+    service = _service(tmp_path, reads)
+    _finished_run(service.workspace, "run-20240501-110000")
+    save_queue(service.workspace, [QueueItem(id="a", task="t", status="cancelled", queued_at=QUEUED)])
+    async with trio.open_nursery() as nursery:
+        service.attach(nursery)
+        assert await service.tick() is None
+        nursery.cancel_scope.cancel()
+    assert reads == Counter()
+
+
+async def test_a_submission_s_checked_continuation_is_not_checked_again(tmp_path: Path) -> None:
+    """``POST /api/runs`` checks ``continuesFrom`` once and hands the result down: neither the tick nor
+    ``prepare_run`` reads the prior run again (here it is not even on disk), yet the run carries it."""
+    reads: Counter[str] = Counter()
+    service = _service(tmp_path, reads)
+    prior = "run-20240501-100700"
+    checked = Continuation(prior_id=prior, block="[Platform briefing — checked by the caller]")
+    async with trio.open_nursery() as nursery:
+        service.attach(nursery)
+        run_id = await service.submit_run("follow up", effort=None, log_level=None, continuation=checked)
+        nursery.cancel_scope.cancel()
+    meta = read_meta(runs_root(service.workspace) / run_id)
+    assert meta is not None and meta.continues_from == prior and meta.task == "follow up"
+    assert prior not in reads
