@@ -41,30 +41,25 @@ def write_config(directory: Path, api_base: str, roles: Mapping[str, list[str]],
     return guild, deployment
 
 
-class Server:
-    """A running ``orchestrator serve``: its process, base URL, workspace, and an HTTP client."""
+class ApiPolling:
+    """The API helpers a test uses on a service, over any ``http`` client with httpx's request methods
+    (a real socket: ``Server``; the in-process app: ``tests.service.inprocess.InprocessServer``)."""
 
-    def __init__(self, process: trio.Process, base_url: str, workspace: Path, stderr_path: Path, token: str) -> None:
-        self.process = process
-        self.base_url = base_url
-        self.ws_url = base_url.replace("http://", "ws://", 1) + "/ws/stream"
-        self.workspace = workspace
-        self.stderr_path = stderr_path
-        self.token = token
-        #: what every authenticated request carries (the WebSocket handshake too: ``extra_headers=``)
-        self.auth_headers = [("Authorization", f"Bearer {token}")]
-        self.http = httpx.AsyncClient(base_url=base_url, timeout=20, headers=dict(self.auth_headers))
+    http: Any
+    workspace: Path
 
-    def stderr(self) -> str:
-        try:
-            return self.stderr_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
+    def alive(self) -> bool:
+        """Whether the service can still answer (polls stop early when it cannot)."""
+        return True
 
-    async def get(self, path: str, **kwargs: Any) -> httpx.Response:
+    def diagnostics(self) -> str:
+        """What a timed-out poll reports."""
+        return ""
+
+    async def get(self, path: str, **kwargs: Any) -> Any:
         return await self.http.get(path, **kwargs)
 
-    async def post(self, path: str, body: Any = None, **kwargs: Any) -> httpx.Response:
+    async def post(self, path: str, body: Any = None, **kwargs: Any) -> Any:
         if body is not None:
             kwargs["json"] = body
         return await self.http.post(path, **kwargs)
@@ -77,16 +72,16 @@ class Server:
     async def wait_for(
         self, probe: Callable[[], Awaitable[T | None]], *, seconds: float = WAIT_SECONDS, what: str = "condition"
     ) -> T:
-        """Poll ``probe`` until it returns something truthy (bounded); fail with the server's stderr."""
+        """Poll ``probe`` until it returns something truthy (bounded); fail with the server's diagnostics."""
         with trio.move_on_after(seconds):
             while True:
                 value = await probe()
                 if value:
                     return value
-                if self.process.returncode is not None:
+                if not self.alive():
                     break
                 await trio.sleep(0.03)
-        raise AssertionError(f"timed out waiting for {what}; server stderr:\n{self.stderr()[-4000:]}")
+        raise AssertionError(f"timed out waiting for {what}; {self.diagnostics()}")
 
     async def run_status(self, run_id: str, *statuses: str, seconds: float = WAIT_SECONDS) -> dict[str, Any]:
         """Wait until the run view's status is one of ``statuses``; return the view."""
@@ -129,6 +124,33 @@ class Server:
 
     async def questions(self) -> list[dict[str, Any]]:
         return await self.json("/api/questions")
+
+
+class Server(ApiPolling):
+    """A running ``orchestrator serve``: its process, base URL, workspace, and an HTTP client."""
+
+    def __init__(self, process: trio.Process, base_url: str, workspace: Path, stderr_path: Path, token: str) -> None:
+        self.process = process
+        self.base_url = base_url
+        self.ws_url = base_url.replace("http://", "ws://", 1) + "/ws/stream"
+        self.workspace = workspace
+        self.stderr_path = stderr_path
+        self.token = token
+        #: what every authenticated request carries (the WebSocket handshake too: ``extra_headers=``)
+        self.auth_headers = [("Authorization", f"Bearer {token}")]
+        self.http = httpx.AsyncClient(base_url=base_url, timeout=20, headers=dict(self.auth_headers))
+
+    def stderr(self) -> str:
+        try:
+            return self.stderr_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def alive(self) -> bool:
+        return self.process.returncode is None
+
+    def diagnostics(self) -> str:
+        return f"server stderr:\n{self.stderr()[-4000:]}"
 
     async def stop(self, sig: int = signal.SIGTERM, seconds: float = 30.0) -> int:
         """Signal the server and wait (bounded) for it to exit; its exit code."""
