@@ -69,7 +69,7 @@ async def test_no_route_answers_5xx(tmp_path: Path) -> None:
             for rule in app.url_map.iter_rules()
             if not rule.websocket
         ]
-        param_values = st.just(run_id) | st.just("basic") | texts  # a third each: real ids reach deep
+        param_values = st.just(run_id) | texts  # half of them: a real id reaches deep
         failures: list[str] = []
         token = trio.lowlevel.current_trio_token()
 
