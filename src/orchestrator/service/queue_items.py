@@ -39,7 +39,8 @@ EFFORTS: frozenset[str] = frozenset(EffortTier.__args__)  # type: ignore[attr-de
 LOG_LEVELS: frozenset[str] = frozenset(LogLevelName.__args__)  # type: ignore[attr-defined]
 #: Statuses that no pruning, move or repair may ever drop from the file.
 LIVE_STATUSES: frozenset[str] = frozenset({"waiting", "active", "needs_input"})
-#: The parked run's summary is ``PARK_PREFIX + question``.
+#: How a parked run's card summary reads: ``PARK_PREFIX + question``. The question reaches the queue typed
+#: (``Settle.question``); this is only for a meta read from disk (``queue.question_from_summary``).
 PARK_PREFIX = "waiting for an answer to: "
 
 
