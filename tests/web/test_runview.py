@@ -13,11 +13,16 @@ import json
 import time
 from typing import Any
 
+import msgspec
 from playwright.sync_api import expect
 from tests.web.harness import Shots, UiService, call, finish, turn
 from tests.web.runview_page import mount, open_host
 
+from orchestrator.flow.fixtures import SCENARIOS
+from orchestrator.flow.scenarios import scenario_frame
+
 CODER_TEXT = "The coder writes the greeting file now. " * 4
+SCENARIO_EVENTS = {scenario.id: scenario.events for scenario in SCENARIOS}
 SLOW = {"chunkChars": 4, "chunkDelayMs": 45}  # about two seconds of streamed text
 
 
@@ -121,9 +126,15 @@ def test_a_live_run_in_the_flow_and_sequence_views_and_the_inspector(
     ui_service.wait_idle()
 
 
+def _frame(scenario: str, n: int) -> dict[str, Any]:
+    """Frame ``n`` of a synthetic scenario, as the flow endpoint's JSON would carry it."""
+    return msgspec.to_builtins(scenario_frame(scenario, n))
+
+
 def test_interrupt_stacks_rows_marks_and_loop_backs(ui_service: UiService, page: Any, shots: Shots) -> None:
-    """Demo frames through the real adapter: preempting stacks get their own rows below main, paused
-    rows never animate, observe lines cross into the paused rows; same-column calls loop back."""
+    """Scenario frames through the real adapter, computed here and handed to the page: preempting
+    stacks get their own rows below main, paused rows never animate, observe lines cross into the
+    paused rows; same-column calls loop back."""
     open_host(page)
     page.evaluate(
         """async () => {
@@ -132,17 +143,15 @@ def test_interrupt_stacks_rows_marks_and_loop_backs(ui_service: UiService, page:
           const config = await get('/api/config');
           window.demo = createRunView(document.getElementById('host'), {
             runId: 'demo', config, api: { get }, stream: null, getTier: () => 'detailed' });
-          window.frame = async (scenario, n) => window.demo.render(await get(`/api/demo/flow/${scenario}/${n}`), null);
         }"""
     )
-    manifest = {s["id"]: s for s in ui_service.json("/api/demo/scenarios")}
-    frames = manifest["three-stacks"]["frameCount"]
+    frames = len(SCENARIO_EVENTS["three-stacks"])
     # The first frame with all three stacks live (main and the loop check paused, the inquiry active).
     for n in range(frames):
-        model = ui_service.json(f"/api/demo/flow/three-stacks/{n}")
+        model = _frame("three-stacks", n)
         if len(model["stacks"]) == 3 and model["activeStack"] == "interrupt-2-stack":
             break
-    page.evaluate("n => window.frame('three-stacks', n)", n)
+    page.evaluate("model => window.demo.render(model, null)", model)
     rows = page.locator(".fg-row")
     expect(rows).to_have_count(3)
     expect(rows.nth(0)).to_contain_text("Main")
@@ -159,7 +168,7 @@ def test_interrupt_stacks_rows_marks_and_loop_backs(ui_service: UiService, page:
     expect(page.locator(".seq-row")).to_have_count(3)
     expect(page.locator(".seq-row.loop")).to_have_count(2)  # a lead delegating to another lead, and back
     expect(page.locator(".seq-row.kind-observe")).to_have_count(0)
-    page.evaluate("n => window.frame('three-stacks', n)", frames - 1)
+    page.evaluate("model => window.demo.render(model, null)", _frame("three-stacks", frames - 1))
     expect(page.locator(".seq-row.kind-observe").first).to_be_attached()
 
 
