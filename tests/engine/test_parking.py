@@ -33,6 +33,7 @@ async def test_an_early_question_parks_every_role_and_starts_nothing_more(tmp_pa
     events = read_events(outcome.run_dir / "log.jsonl")
     assert outcome.card.status == "needs_clarification"
     assert outcome.card.summary == "waiting for an answer to: Which database?"
+    assert outcome.question == "Which database?"  # typed: the queue never parses the summary
     assert [s["role"] for s in of_type(events, "role_start")] == ["lead", "planner"]  # no coder
     assert {f["status"] for f in of_type(events, "role_finished")} == {"needs_clarification"}
     assert of_type(events, "ask_human")[0]["question"] == "Which database?" and not of_type(events, "human_answer")
@@ -57,5 +58,5 @@ async def test_after_a_writing_role_started_a_question_waits_for_the_human(tmp_p
         settings = make_settings(tmp_path, sim.base_url, roles=ROLES)
         services = RunServices(timeouts=FAST, queue_tracked=True, human=Human())
         outcome = await execute_run(settings, tmp_path, RunRequest(task="go"), services)
-    assert outcome.card.summary == "done"
+    assert outcome.card.summary == "done" and outcome.question is None
     assert of_type(read_events(outcome.run_dir / "log.jsonl"), "human_answer")[0]["answer"] == "postgres"

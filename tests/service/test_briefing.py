@@ -1,21 +1,12 @@
-"""The interim briefing, the continuation block and the queue submission."""
+"""The interim briefing (the continuation block is ``engine.runner``'s: ``tests/engine/test_runner.py``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from orchestrator.engine.runfolder import RunMeta
-from orchestrator.runlog.events import CardError, ResultCard
-from orchestrator.service.briefing import (
-    BRIEFING_RUN_LIMIT,
-    Continuation,
-    build_submission,
-    cancelled_since,
-    completed_since,
-    continuation_block,
-    interim_briefing,
-    prior_summary,
-)
+from orchestrator.runlog.events import ResultCard
+from orchestrator.service.briefing import BRIEFING_RUN_LIMIT, cancelled_since, completed_since, interim_briefing
 from orchestrator.service.queue import QueueItem
 
 QUEUED = "2024-05-01T10:00:00.000Z"
@@ -131,70 +122,3 @@ def test_interim_briefing_flattens_and_bounds_each_line() -> None:
     text = interim_briefing(QUEUED, [meta(1, end="2024-05-01T11:00:00Z", summary=long)], [])
     line = next(row for row in text.splitlines() if row.startswith("- run-"))
     assert "line one line two" in line and line.endswith("…") and len(line) < 340
-
-
-# --- continuation and submission -------------------------------------------------------------------------
-
-
-def test_continuation_block() -> None:
-    assert continuation_block("run-20240501-000001", "fix it", "", "error") == "\n".join(
-        [
-            "[Platform briefing — this run continues run run-20240501-000001]",
-            "Prior task: fix it",
-            "Prior result (error): (no summary)",
-            'Prior plan: read it with read_plan using runId "run-20240501-000001".',
-            "[End of briefing]",
-        ]
-    )
-
-
-def test_prior_summary_falls_back_to_the_error_then_empty() -> None:
-    assert prior_summary(meta(1, summary="done")) == "done"
-    assert prior_summary(meta(1, "interrupted", error=CardError(kind="interrupted", message="crash"))) == "crash"
-    assert prior_summary(meta(1, "error")) == ""
-
-
-def _metas(*metas: RunMeta) -> dict[str, RunMeta]:
-    return {m.run_id: m for m in metas}
-
-
-def test_submission_continues_a_readable_terminal_run() -> None:
-    """Scenario 9: the retry's continuation quotes the failure summary."""
-    failed = meta(1, "error", end="2024-05-01T11:00:00Z", summary="tests failed: 3 errors")
-    retry = item("r", continues_from=failed.run_id, effort="quick", log_level="standard")
-    sub = build_submission(retry, [retry], _metas(failed))
-    assert (sub.item_id, sub.task, sub.effort, sub.log_level) == ("r", "task r", "quick", "standard")
-    assert sub.continuation.run_id == failed.run_id
-    assert (sub.continuation.prior_task, sub.continuation.prior_summary) == ("task 1", "tests failed: 3 errors")
-    message = sub.first_message()
-    assert message.startswith("task r\n\n[Platform briefing — this run continues run run-20240501-000001]")
-    assert "Prior result (error): tests failed: 3 errors" in message
-    assert message.endswith("[End of briefing]") and "Runs completed meanwhile:" in message
-
-
-def test_submission_cites_runs_completed_while_queued() -> None:
-    """Scenario 4: the queued item's first message cites the first run's id."""
-    first = meta(1, end="2024-05-01T11:00:00Z", summary="built the thing")
-    queued = item("q")
-    sub = build_submission(queued, [queued], _metas(first))
-    assert sub.continuation == Continuation(sub.continuation.briefing)
-    assert sub.continuation.run_id is None
-    assert "- run-20240501-000001: built the thing" in sub.first_message()
-
-
-def test_submission_without_a_readable_terminal_prior_is_briefing_only() -> None:
-    running = meta(2, "running")
-    for lineage in (running.run_id, "run-20240501-999999"):
-        queued = item("q", continues_from=lineage)
-        sub = build_submission(queued, [queued], _metas(running))
-        assert sub.continuation.run_id is None and sub.continuation.prior_task is None
-        assert "continues run" not in sub.first_message()
-
-
-def test_submission_after_an_answer_carries_question_and_answer() -> None:
-    """Scenario 7: the briefing holds the question and the answer; lineage = the parked run."""
-    parked = meta(1, "needs_clarification", end="2024-05-01T11:00:00Z", summary="waiting for an answer to: db?")
-    answered = item("a", continues_from=parked.run_id, question="db?", answer="postgres")
-    sub = build_submission(answered, [answered], _metas(parked))
-    assert sub.continuation.run_id == parked.run_id
-    assert "paused to ask: db?" in sub.first_message() and "answered: postgres" in sub.first_message()

@@ -11,10 +11,12 @@ from collections import Counter
 from pathlib import Path
 
 import trio
+from tests.engine.harness import FAST
 from tests.helpers import make_settings
 
 from orchestrator.engine.runfolder import RunMeta, read_meta, runs_root, write_meta
 from orchestrator.engine.runner import Continuation
+from orchestrator.runlog import read_events
 from orchestrator.runlog.events import ResultCard
 from orchestrator.service.core import Service
 from orchestrator.service.queue import QueueItem
@@ -31,6 +33,7 @@ def _closed_port() -> int:
 
 
 def _service(tmp_path: Path, reads: Counter[str] | None = None) -> Service:
+    """A service whose runs fail fast (a closed model port, one attempt); ``reads`` counts meta reads."""
     settings = make_settings(tmp_path, f"http://127.0.0.1:{_closed_port()}/v1", roles=ROLES)
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -40,7 +43,7 @@ def _service(tmp_path: Path, reads: Counter[str] | None = None) -> Service:
             reads[run_dir.name] += 1
         return read_meta(run_dir)
 
-    return Service(settings, workspace, meta_reader=counting)
+    return Service(settings, workspace, timeouts=FAST, meta_reader=counting)
 
 
 def _finished_run(workspace: Path, run_id: str, status: str = "success", *, ended: str | None = None) -> None:
@@ -116,3 +119,60 @@ async def test_a_submission_s_checked_continuation_is_not_checked_again(tmp_path
     meta = read_meta(runs_root(service.workspace) / run_id)
     assert meta is not None and meta.continues_from == prior and meta.task == "follow up"
     assert prior not in reads
+
+
+async def _first_message(service: Service, item: QueueItem) -> tuple[str, RunMeta]:
+    """Dispatch ``item`` (the only waiting one); the entry role's task as the run's log records it, and
+    the run's meta, once the run has settled."""
+    save_queue(service.workspace, [item])
+    async with trio.open_nursery() as nursery:
+        service.attach(nursery)
+        run_id = await service.tick()
+        assert run_id is not None and service.active is not None
+        with trio.fail_after(30):
+            await service.active.done.wait()
+        nursery.cancel_scope.cancel()
+    run_dir = runs_root(service.workspace) / run_id
+    (start, *_) = [e for e in read_events(run_dir / "log.jsonl") if e["type"] == "role_start"]
+    meta = read_meta(run_dir)
+    assert meta is not None
+    return start["payload"]["task"], meta
+
+
+async def test_a_dispatched_continuation_carries_the_block_then_the_briefing(tmp_path: Path) -> None:
+    """The retry of a failed run: its task, the block quoting the failure, then the interim briefing
+    citing the runs completed while it waited; ``meta.task`` stays the bare task."""
+    service = _service(tmp_path)
+    failed = "run-20240501-110000"
+    _finished_run(service.workspace, failed, "error", ended="2024-05-01T11:00:00.000Z")
+    retry = QueueItem(id="r", task="retry it", status="waiting", continues_from=failed, queued_at=QUEUED)
+    message, meta = await _first_message(service, retry)
+    assert message.startswith("retry it\n\n[Platform briefing — this run continues run run-20240501-110000]")
+    block_end = message.index("[End of briefing]")
+    assert message[block_end:].startswith("[End of briefing]\n\n[Platform briefing — this task waited in the queue]")
+    assert f"- {failed}: task of {failed}" in message and message.endswith("[End of briefing]")
+    assert (meta.task, meta.continues_from) == ("retry it", failed)
+
+
+async def test_a_continuation_of_an_unfinished_or_missing_run_is_briefing_only(tmp_path: Path) -> None:
+    for lineage, status in (("run-20240501-110000", "running"), ("run-20240501-999999", None)):
+        service = _service(tmp_path / (status or "missing"))
+        if status is not None:
+            _finished_run(service.workspace, lineage, status)
+        item = QueueItem(id="q", task="go", status="waiting", continues_from=lineage, queued_at=QUEUED)
+        message, meta = await _first_message(service, item)
+        assert message.startswith("go\n\n[Platform briefing — this task waited in the queue]"), lineage
+        assert "continues run" not in message and meta.continues_from is None
+
+
+async def test_an_answered_park_carries_the_question_and_the_answer(tmp_path: Path) -> None:
+    service = _service(tmp_path)
+    parked = "run-20240501-110000"
+    _finished_run(service.workspace, parked, "needs_clarification", ended="2024-05-01T11:00:00.000Z")
+    answered = QueueItem(
+        id="a", task="go", status="waiting", continues_from=parked, question="db?", answer="postgres", queued_at=QUEUED
+    )
+    message, meta = await _first_message(service, answered)
+    assert "continues run run-20240501-110000" in message
+    assert "paused to ask: db?" in message and "The operator answered: postgres" in message
+    assert meta.continues_from == parked

@@ -1,14 +1,13 @@
-"""What a dispatched queue item's run is told: the interim briefing, the continuation block, the submission.
+"""What a dispatched queue item's run is told besides its task: the interim briefing.
 
-Pure: metas and items come in, text and data go out. The scheduler
-loads the metas and the queue, calls ``build_submission`` and hands ``Submission.first_message()``
-to the engine as the entry role's first user message (``meta.task`` stays the bare task).
+Pure: metas and items come in, text goes out. The scheduler (``core.Service``) hands the briefing to
+``prepare_run``, which appends it below the task and any continuation block
+(``engine.runner.continuation_briefing``); ``meta.task`` stays the bare task.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -18,17 +17,7 @@ from orchestrator.service.queue import parse_timestamp
 if TYPE_CHECKING:
     from orchestrator.service.queue import QueueItem
 
-__all__ = [
-    "BRIEFING_RUN_LIMIT",
-    "Continuation",
-    "Submission",
-    "build_submission",
-    "cancelled_since",
-    "completed_since",
-    "continuation_block",
-    "interim_briefing",
-    "prior_summary",
-]
+__all__ = ["BRIEFING_RUN_LIMIT", "cancelled_since", "completed_since", "interim_briefing"]
 
 #: How many completed runs (the most recent ones) the interim briefing lists.
 BRIEFING_RUN_LIMIT = 20
@@ -120,69 +109,3 @@ def interim_briefing(
     )
     lines.append("[End of briefing]")
     return "\n".join(lines)
-
-
-def prior_summary(meta: RunMeta) -> str:
-    """What a continuation quotes of a prior run: its result summary, else its error message, else ``""``."""
-    if meta.result is not None and meta.result.summary:
-        return meta.result.summary
-    return (meta.error.message or "") if meta.error is not None else ""
-
-
-def continuation_block(run_id: str, prior_task: str, summary: str, status: str | None = None) -> str:
-    """The marked block a continuation carries (same shape as ``engine.runner.continuation_briefing``)."""
-    outcome = f"Prior result ({status})" if status else "Prior result"
-    return "\n".join(
-        [
-            f"[Platform briefing — this run continues run {run_id}]",
-            f"Prior task: {prior_task}",
-            f"{outcome}: {summary or '(no summary)'}",
-            f'Prior plan: read it with read_plan using runId "{run_id}".',
-            "[End of briefing]",
-        ]
-    )
-
-
-@dataclass(frozen=True)
-class Continuation:
-    """A queue submission's continuation. ``run_id`` is set only when ``continuesFrom`` names a
-    readable terminal meta (then ``meta.continuesFrom`` is recorded); otherwise it is briefing-only."""
-
-    briefing: str
-    run_id: str | None = None
-    prior_task: str | None = None
-    prior_summary: str | None = None
-    prior_status: str | None = None
-
-    def text(self) -> str:
-        """The continuation block (when there is a prior run) followed by the interim briefing."""
-        if self.run_id is None:
-            return self.briefing
-        block = continuation_block(self.run_id, self.prior_task or "", self.prior_summary or "", self.prior_status)
-        return f"{block}\n\n{self.briefing}"
-
-
-@dataclass(frozen=True)
-class Submission:
-    """Everything the scheduler submits for one queue item (the run is flagged queue-tracked)."""
-
-    item_id: str
-    task: str
-    effort: str | None
-    log_level: str | None
-    continuation: Continuation
-
-    def first_message(self) -> str:
-        """The entry role's first user message: the task verbatim, then the continuation text."""
-        return f"{self.task}\n\n{self.continuation.text()}"
-
-
-def build_submission(item: QueueItem, items: Iterable[QueueItem], metas: Mapping[str, RunMeta]) -> Submission:
-    """The submission for ``item`` given the queue and every readable meta (run id → meta)."""
-    briefing = interim_briefing(item.queued_at, metas.values(), items, item.question, item.answer)
-    prior = metas.get(item.continues_from) if item.continues_from else None
-    if prior is not None and prior.status in TERMINAL_STATUSES:
-        continuation = Continuation(briefing, prior.run_id, prior.task, prior_summary(prior), prior.status)
-    else:
-        continuation = Continuation(briefing)
-    return Submission(item.id, item.task, item.effort, item.log_level, continuation)
