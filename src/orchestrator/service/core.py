@@ -265,7 +265,7 @@ class Service:
             await self.refresh_model()  # the last probe failed: look again before the run needs it
             return await execute_prepared(self.settings, self.workspace, prepared, services, task_status=task_status)
 
-        await self._settle(active, await self._drive(active, execute, "run %s crashed"))
+        await self._settle(active, await self._execute_in_scope(active, execute, "run %s crashed"))
 
     async def _resume_task(self, active: ActiveRun, state: RunState, seq: int) -> None:
         services = self._services(active, queue_tracked=False)
@@ -275,9 +275,9 @@ class Service:
                 self.settings, self.workspace, active.run_dir, state, seq, services, task_status=task_status
             )
 
-        await self._settle(active, await self._drive(active, execute, "resumed run %s crashed"))
+        await self._settle(active, await self._execute_in_scope(active, execute, "resumed run %s crashed"))
 
-    async def _drive(
+    async def _execute_in_scope(
         self,
         active: ActiveRun,
         execute: Callable[[trio.TaskStatus[RunControls]], Awaitable[RunOutcome]],
