@@ -7,6 +7,12 @@ import pytest
 
 from orchestrator.service.perimeter_rules import (
     Policy,
+    Refuse,
+    RequestHeaders,
+    SignIn,
+    SignInPage,
+    admit_http,
+    admit_websocket,
     content_type_allowed,
     cookie_name,
     fetch_metadata_allowed,
@@ -16,6 +22,7 @@ from orchestrator.service.perimeter_rules import (
     policy_from_env,
     security_headers,
     split_host,
+    token_accepted,
 )
 
 # --- the checks ------------------------------------------------------------------------------------
@@ -111,3 +118,71 @@ def test_csp_has_no_inline_script_and_forbids_framing() -> None:
     assert "connect-src 'self' ws://127.0.0.1:8765 wss://127.0.0.1:8765;" in csp
     injected = dict(security_headers("evil; script-src *"))[b"content-security-policy"].decode()
     assert "connect-src 'self';" in injected and "*" not in injected
+
+
+# --- the verdicts -------------------------------------------------------------------------------------
+
+TOKEN = "t0k3n"
+POLICY = Policy(token=TOKEN)
+HOST = "127.0.0.1:8765"
+
+
+def _http(path: str = "/api/runs", method: str = "GET", query: bytes = b"", **headers: str | bool) -> object:
+    host_ok, origin_ok = bool(headers.pop("host_ok", True)), bool(headers.pop("origin_ok", True))
+    request = RequestHeaders(host=HOST, **headers)  # type: ignore[arg-type]
+    return admit_http(
+        request,
+        scheme="http",
+        path=path,
+        method=method,
+        query_string=query,
+        policy=POLICY,
+        host_ok=host_ok,
+        origin_ok=origin_ok,
+    )
+
+
+def test_http_verdicts_in_the_perimeter_s_order() -> None:
+    bearer = f"Bearer {TOKEN}"
+    assert _http("http://evil.example/api", host_ok=False) == Refuse(400, "invalid_request")  # the target first
+    assert _http("/" + "a" * 3000, authorization=bearer) == Refuse(404, "not_found")
+    assert _http(host_ok=False, origin_ok=False) == Refuse(403, "forbidden_host")  # Host before Origin
+    assert _http(origin_ok=False, authorization=bearer) == Refuse(403, "forbidden_origin")
+    assert _http(fetch_site="cross-site", fetch_mode="no-cors") == Refuse(403, "forbidden_origin")  # before the token
+    assert _http() == Refuse(401, "unauthorized")
+    assert _http(authorization="Bearer wrong") == Refuse(401, "unauthorized")
+    assert _http(authorization=bearer) is None
+    assert _http(cookie=f"{cookie_name(HOST, 'http')}={TOKEN}") is None
+    assert _http("/static/app.js") is None and _http("/healthz") is None  # public paths
+
+
+def test_the_page_signs_in_with_the_link_and_shows_the_sign_in_page_otherwise() -> None:
+    cookie = cookie_name(HOST, "http")
+    assert _http("/", query=f"token={TOKEN}".encode()) == SignIn(cookie, TOKEN)
+    assert _http("/", "HEAD", query=f"token={TOKEN}".encode()) == SignIn(cookie, TOKEN)
+    assert _http("/", query=b"token=wrong") == SignInPage()
+    assert _http("/") == SignInPage()
+    assert _http("/", "POST", query=f"token={TOKEN}".encode()) == SignInPage()  # only GET/HEAD sign in
+    assert _http("/", authorization=f"Bearer {TOKEN}") is None
+
+
+def test_a_bearer_header_decides_alone_and_any_same_named_cookie_may_hold_the_token() -> None:
+    name = cookie_name(HOST, "http")
+    both = RequestHeaders(host=HOST, authorization="Bearer wrong", cookie=f"{name}={TOKEN}")
+    assert not token_accepted(both, "http", POLICY)
+    tossed = RequestHeaders(host=HOST, cookie=f"{name}=planted; {name}={TOKEN}")
+    assert token_accepted(tossed, "http", POLICY)
+    assert token_accepted(RequestHeaders(host=HOST), "http", Policy(token=None))
+
+
+def test_websocket_verdicts() -> None:
+    def verdict(path: str = "/ws/stream", **headers: str | bool) -> Refuse | None:
+        host_ok, origin_ok = bool(headers.pop("host_ok", True)), bool(headers.pop("origin_ok", True))
+        request = RequestHeaders(host=HOST, **headers)  # type: ignore[arg-type]
+        return admit_websocket(request, scheme="ws", path=path, policy=POLICY, host_ok=host_ok, origin_ok=origin_ok)
+
+    assert verdict("ws://evil/ws") == Refuse(400, "invalid_request")
+    assert verdict(host_ok=False) == Refuse(403, "forbidden_host")
+    assert verdict(origin_ok=False) == Refuse(403, "forbidden_origin")
+    assert verdict() == Refuse(401, "unauthorized")
+    assert verdict(authorization=f"Bearer {TOKEN}") is None

@@ -23,7 +23,6 @@ from __future__ import annotations
 import sys
 from importlib import resources
 from typing import TypeVar
-from urllib.parse import parse_qs
 
 from hypercorn.typing import (
     ASGIFramework,
@@ -38,21 +37,18 @@ from orchestrator.service.perimeter_rules import (
     BODY_METHODS,
     COOKIE_MAX_AGE,
     MAX_BODY_BYTES,
-    MAX_PATH_CHARS,
     Policy,
-    RequestHeaders,
-    bearer_token,
+    Refuse,
+    SignIn,
+    SignInPage,
+    admit_http,
+    admit_websocket,
     content_type_allowed,
-    cookie_name,
-    cookie_values,
-    fetch_metadata_allowed,
     host_allowed,
-    is_public,
     origin_allowed,
     read_headers,
     security_headers,
 )
-from orchestrator.service.token import token_matches
 
 __all__ = ["Perimeter"]
 
@@ -104,18 +100,6 @@ class Perimeter:
         else:
             await self.app(scope, receive, send)
 
-    def _token_ok(self, request: RequestHeaders, scheme: str) -> bool:
-        expected = self.policy.token
-        if expected is None:
-            return True
-        presented = bearer_token(request.authorization)
-        if presented is not None:
-            return token_matches(presented, expected)
-        matches = [
-            token_matches(value, expected) for value in cookie_values(request.cookie, cookie_name(request.host, scheme))
-        ]
-        return any(matches)
-
     async def _http(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         request = read_headers(scope["headers"])
         scheme, path, method = scope["scheme"], scope["path"], scope["method"]  # type: ignore[typeddict-item]
@@ -123,27 +107,22 @@ class Perimeter:
         # a refusal leaves the body unread: tell the client this connection ends, so it sends nothing more on it
         refusal = [*extra, (b"connection", b"close")] if method in BODY_METHODS else extra
         drainable = receive if method in BODY_METHODS else None
-        if not path.startswith("/"):  # absolute-form ("GET http://evil.example/…"), "*": Host would not rule
-            return await _deny(send, 400, "invalid_request", refusal, drainable)
-        if len(path) > MAX_PATH_CHARS:  # a run id past PATH_MAX made the file lookups raise (500)
-            return await _deny(send, 404, "not_found", refusal, drainable)
-        if not self._host_ok(request.host):
-            return await _deny(send, 403, "forbidden_host", refusal, drainable)
-        if not self._origin_ok(request.origin, scheme, request.host) or not fetch_metadata_allowed(
-            request.origin, request.fetch_site, request.fetch_mode
-        ):
-            return await _deny(send, 403, "forbidden_origin", refusal, drainable)
-        if path == "/" and self.policy.token is not None:
-            query = parse_qs(scope["query_string"].decode("latin-1"))  # type: ignore[typeddict-item]
-            link_token = query.get("token", [None])[-1]
-            if link_token is not None and method in ("GET", "HEAD"):
-                if token_matches(link_token, self.policy.token):
-                    return await _sign_in(send, cookie_name(request.host, scheme), link_token, scheme, extra)
-                return await _page(send, 401, _signin_page(), extra)
-            if not self._token_ok(request, scheme):
-                return await _page(send, 401, _signin_page(), extra)
-        elif not is_public(path) and not self._token_ok(request, scheme):
-            return await _deny(send, 401, "unauthorized", refusal, drainable)
+        admission = admit_http(
+            request,
+            scheme=scheme,
+            path=path,
+            method=method,
+            query_string=scope["query_string"],  # type: ignore[typeddict-item]
+            policy=self.policy,
+            host_ok=self._host_ok(request.host),
+            origin_ok=self._origin_ok(request.origin, scheme, request.host),
+        )
+        if isinstance(admission, Refuse):
+            return await _deny(send, admission.status, admission.code, refusal, drainable)
+        if isinstance(admission, SignIn):
+            return await _sign_in(send, admission.cookie, admission.token, scheme, extra)
+        if isinstance(admission, SignInPage):
+            return await _page(send, 401, _signin_page(), extra)
         if method in BODY_METHODS:
             # The whole body is read before the app runs: the content-type rule sees whether there is one
             # (chunked or not), and the app can never answer before the request is complete (hypercorn
@@ -174,17 +153,19 @@ class Perimeter:
     async def _websocket(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         request = read_headers(scope["headers"])
         scheme = scope["scheme"]  # type: ignore[typeddict-item]
-        allowed = (
-            scope["path"].startswith("/")
-            and self._host_ok(request.host)
-            and self._origin_ok(request.origin, scheme, request.host)
-            and fetch_metadata_allowed(request.origin, request.fetch_site, request.fetch_mode)
+        refusal = admit_websocket(
+            request,
+            scheme=scheme,
+            path=scope["path"],
+            policy=self.policy,
+            host_ok=self._host_ok(request.host),
+            origin_ok=self._origin_ok(request.origin, scheme, request.host),
         )
-        if not allowed:
+        if refusal is not None and refusal.status != 401:
             await receive()  # websocket.connect
             await send({"type": "websocket.close", "code": 1008, "reason": ""})  # before accept: HTTP 403
             return
-        if not self._token_ok(request, scheme):
+        if refusal is not None:
             await receive()
             await send({"type": "websocket.accept", "subprotocol": None, "headers": []})
             await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})

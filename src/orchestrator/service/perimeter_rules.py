@@ -1,8 +1,9 @@
 """The perimeter's rules as pure functions: what a request's Host, Origin, ``Sec-Fetch-*``, token
 headers and body type decide, the headers every response carries, and the ``Policy`` they apply.
 
-No I/O and no ASGI here: ``perimeter.Perimeter`` reads the headers off the connection, asks these
-functions, and sends the verdict (the order of the checks is documented there).
+No I/O and no ASGI here: ``perimeter.Perimeter`` reads the headers off the connection, asks
+``admit_http`` / ``admit_websocket`` what to do (an instruction: ``Refuse``, ``SignIn``, ``SignInPage``, or
+``None`` to pass the request on) and does it. The order of the checks is documented there.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from urllib.parse import parse_qs
+
+from orchestrator.service.token import token_matches
 
 __all__ = [
     "ALLOWED_HOSTS_ENV",
@@ -20,8 +24,14 @@ __all__ = [
     "COOKIE_PREFIX",
     "MAX_BODY_BYTES",
     "MAX_PATH_CHARS",
+    "Admission",
     "Policy",
+    "Refuse",
     "RequestHeaders",
+    "SignIn",
+    "SignInPage",
+    "admit_http",
+    "admit_websocket",
     "bearer_token",
     "content_type_allowed",
     "cookie_name",
@@ -36,6 +46,7 @@ __all__ = [
     "read_headers",
     "security_headers",
     "split_host",
+    "token_accepted",
 ]
 
 ALLOWED_HOSTS_ENV = "ORCHESTRATOR_ALLOWED_HOSTS"
@@ -253,3 +264,98 @@ def read_headers(raw: Iterable[tuple[bytes, bytes]]) -> RequestHeaders:
 def is_public(path: str) -> bool:
     """Paths served without the token: the sign-in page's assets and the container's liveness probe."""
     return path.startswith("/static/") or path in ("/favicon.ico", "/healthz")
+
+
+def token_accepted(request: RequestHeaders, scheme: str, policy: Policy) -> bool:
+    """The token is off, or the request presents it: as ``Authorization: Bearer`` (which then decides
+    alone), else as any of the cookies named for the port it came in on."""
+    expected = policy.token
+    if expected is None:
+        return True
+    presented = bearer_token(request.authorization)
+    if presented is not None:
+        return token_matches(presented, expected)
+    matches = [
+        token_matches(value, expected) for value in cookie_values(request.cookie, cookie_name(request.host, scheme))
+    ]
+    return any(matches)
+
+
+# --- the verdicts -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """Answer ``status`` with the JSON error body ``{"ok": false, "error": code}`` (a WebSocket handshake:
+    closed before it is accepted, or — 401 — accepted and closed with 1008)."""
+
+    status: int
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
+class SignInPage:
+    """Answer ``/`` with the sign-in page and 401: no token, or a wrong one in the link."""
+
+
+@dataclass(frozen=True, slots=True)
+class SignIn:
+    """The link's ``?token=`` is right: set it as the cookie ``cookie`` and redirect to ``/``."""
+
+    cookie: str
+    token: str
+
+
+#: What the perimeter does before the app runs; ``None``: pass the request on.
+Admission = Refuse | SignInPage | SignIn | None
+
+
+def admit_http(
+    request: RequestHeaders,
+    *,
+    scheme: str,
+    path: str,
+    method: str,
+    query_string: bytes,
+    policy: Policy,
+    host_ok: bool,
+    origin_ok: bool,
+) -> Admission:
+    """The verdict on an HTTP request's target and headers, in the perimeter's order (the body rules
+    come after, once the body is read). ``host_ok``/``origin_ok`` are ``host_allowed``/``origin_allowed``
+    for this request (the middleware memoizes them)."""
+    if not path.startswith("/"):  # absolute-form ("GET http://evil.example/…"), "*": Host would not rule
+        return Refuse(400, "invalid_request")
+    if len(path) > MAX_PATH_CHARS:  # a run id past PATH_MAX made the file lookups raise (500)
+        return Refuse(404, "not_found")
+    if not host_ok:
+        return Refuse(403, "forbidden_host")
+    if not origin_ok or not fetch_metadata_allowed(request.origin, request.fetch_site, request.fetch_mode):
+        return Refuse(403, "forbidden_origin")
+    if path == "/" and policy.token is not None:
+        link_token = parse_qs(query_string.decode("latin-1")).get("token", [None])[-1]
+        if link_token is not None and method in ("GET", "HEAD"):
+            if token_matches(link_token, policy.token):
+                return SignIn(cookie_name(request.host, scheme), link_token)
+            return SignInPage()
+        if not token_accepted(request, scheme, policy):
+            return SignInPage()
+    elif not is_public(path) and not token_accepted(request, scheme, policy):
+        return Refuse(401, "unauthorized")
+    return None
+
+
+def admit_websocket(
+    request: RequestHeaders, *, scheme: str, path: str, policy: Policy, host_ok: bool, origin_ok: bool
+) -> Refuse | None:
+    """The verdict on a WebSocket handshake: the HTTP checks but the link sign-in (no public paths). Any
+    refusal but 401 closes the handshake before it is accepted (the server answers 403)."""
+    if not path.startswith("/"):
+        return Refuse(400, "invalid_request")
+    if not host_ok:
+        return Refuse(403, "forbidden_host")
+    if not origin_ok or not fetch_metadata_allowed(request.origin, request.fetch_site, request.fetch_mode):
+        return Refuse(403, "forbidden_origin")
+    if not token_accepted(request, scheme, policy):
+        return Refuse(401, "unauthorized")
+    return None
