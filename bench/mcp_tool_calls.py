@@ -152,7 +152,7 @@ async def _bench(rounds: int, block: int, warmup: int) -> int:
                 if isinstance(tools, list):
                     print("mcp_tool_calls: the MCP servers did not start:", *tools, sep="\n  ", file=sys.stderr)
                     return 1
-                ctx = ToolContext(workspace=root, frame=None, timeout_seconds=30.0)  # type: ignore[arg-type]
+                ctx = ToolContext(workspace=root, timeout_seconds=30.0)
                 contenders: dict[str, Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]] = {
                     "native": native,
                     "mcp stdio": tools.native_tools["stdio__words"],

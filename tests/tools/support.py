@@ -7,14 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.engine.state import RoleFrame
 from orchestrator.tools import ToolContext
 
 
-def make_ctx(workspace: Path, *, timeout: float = 30.0, services: Any = None, **extra: Any) -> ToolContext:
-    """A ``ToolContext`` as the engine builds it, with a minimal frame."""
-    frame = RoleFrame(instance_id="t-0-1", role="t", depth=0, task="t")
-    return ToolContext(workspace=workspace, frame=frame, timeout_seconds=timeout, services=services, extra=extra)
+def make_ctx(workspace: Path, *, timeout: float = 30.0, **fields: Any) -> ToolContext:
+    """A ``ToolContext`` as the engine builds it (a role instance id, no run unless ``run_id`` is given);
+    ``fields`` sets the other named fields (``run_id``, ``env``, ``secrets_dir`` …)."""
+    return ToolContext(workspace=workspace, timeout_seconds=timeout, role_id="t-0-1", **fields)
 
 
 @dataclass
@@ -25,8 +24,8 @@ class Layout:
     ws: Path
     outside: Path
 
-    def ctx(self, **extra: Any) -> ToolContext:
-        return make_ctx(self.ws, **extra)
+    def ctx(self, **fields: Any) -> ToolContext:
+        return make_ctx(self.ws, **fields)
 
     def snapshot(self) -> dict[str, bytes]:
         """Every file outside the workspace and under its .orchestration, with contents."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import trio
@@ -81,10 +80,9 @@ async def test_timeout_seconds_cannot_raise_the_default(tmp_path: Path) -> None:
     assert trio.current_time() - start < 3
 
 
-async def test_the_default_comes_from_the_runs_deployment(tmp_path: Path) -> None:
-    executor = SimpleNamespace(default_tool_timeout_seconds=0.5)
-    services = SimpleNamespace(settings=SimpleNamespace(deployment=SimpleNamespace(executor=executor)))
-    result = await run_checks(make_ctx(tmp_path, services=services), {"commands": ["sleep 5"]})
+async def test_without_a_default_the_calls_timeout_is_per_command(tmp_path: Path) -> None:
+    # In a run the engine sets the deployment's default (tests/engine/test_toolcalls.py checks that it does).
+    result = await run_checks(make_ctx(tmp_path, timeout=0.5), {"commands": ["sleep 5"]})
     assert result.kind == "timeout" and "within 0.5s" in str(result.message)
 
 

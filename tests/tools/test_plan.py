@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 from tests.tools.support import make_ctx
 
@@ -29,10 +28,11 @@ async def test_write_then_read_the_current_runs_plan(tmp_path: Path) -> None:
     assert (await read_file(ctx, {"path": f".orchestration/runs/{RUN}/plan.md"})).kind == "permission_denied"
 
 
-async def test_the_run_id_comes_from_the_runs_state(tmp_path: Path) -> None:
-    services = SimpleNamespace(state=SimpleNamespace(run_id=RUN))
-    ctx = make_ctx(tmp_path, services=services)
-    assert (await write_plan(ctx, {"content": "x"})).data["runId"] == RUN
+async def test_outside_a_run_there_is_no_current_plan(tmp_path: Path) -> None:
+    # Inside one the engine sets ``run_id`` (tests/engine/test_toolcalls.py checks that it does).
+    ctx = make_ctx(tmp_path)
+    assert (await write_plan(ctx, {"content": "x"})).kind == "unavailable"
+    assert (await read_plan(ctx, {})).kind == "unavailable"
 
 
 async def test_read_another_runs_plan_by_id(tmp_path: Path) -> None:

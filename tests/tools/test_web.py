@@ -116,7 +116,7 @@ class FakeWeb:
         secrets = tmp_path / "secrets"
         secrets.mkdir(exist_ok=True)
         # The direct fetch's address rule lets this loopback server through, and only it.
-        return make_ctx(tmp_path, env=variables, secrets_dir=secrets, fetch_exempt_addresses=["127.0.0.1"])
+        return make_ctx(tmp_path, env=variables, secrets_dir=secrets, fetch_exempt_addresses=("127.0.0.1",))
 
 
 @pytest.fixture

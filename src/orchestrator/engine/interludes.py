@@ -19,29 +19,35 @@ drain. Handlers are exempt from the cadence and never consume operator requests.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
 from orchestrator.engine import events as ev
 from orchestrator.engine.effort import CADENCE_FACTOR
 from orchestrator.engine.interrupts import notice_text, plan_modification_text
+from orchestrator.engine.limits import TurnLimits
+from orchestrator.engine.runcontext import RunContext
 from orchestrator.engine.state import RoleFrame
 from orchestrator.runlog.events import CardError, Message, ResultCard
 
-if TYPE_CHECKING:
-    from orchestrator.engine.run import Run
+__all__ = ["COMPACTED_NOTICE", "Interludes", "RunRole"]
 
-__all__ = ["COMPACTED_NOTICE", "Interludes"]
+#: Runs a frame already on the chain to its card (``Run.run_role``): how an interlude starts its handler.
+RunRole = Callable[[RoleFrame], Awaitable[ResultCard]]
 
 COMPACTED_NOTICE = "[Platform notice — context compacted] Your conversation was compacted to make room. {summary}"
 
 
 class Interludes:
-    """The safe-point drain of one run: context handlers, the loop-check cadence, operator requests."""
+    """The safe-point drain of one run: context handlers, the loop-check cadence, operator requests.
 
-    def __init__(self, run: Run) -> None:
+    Works through the run's ``RunContext``; runs a handler with ``run_role`` (the role loop's entry,
+    handed down as a callable) and falls back to ``limits``' backstop when a context handler fails.
+    """
+
+    def __init__(self, run: RunContext, limits: TurnLimits, run_role: RunRole) -> None:
         self._run = run
-        #: handler instance id → (action, reason) recorded by ``trigger_interrupt``
-        self.decisions: dict[str, tuple[str, str]] = {}
+        self._limits = limits
+        self._run_role = run_role
 
     async def drain(self, frame: RoleFrame) -> ResultCard | None:
         """Apply what is due at ``frame``'s safe point; a card means the frame must end with it."""
@@ -113,9 +119,8 @@ class Interludes:
         try:
             handler = run.new_frame(handler_role, 0, task, None, entry=False)
             handler.handler_for = target.instance_id
-            run.state.frames.append(handler)
-            run.log.emit(ev.role_start(handler))
-            return await run.run_role(handler), handler.instance_id
+            run.push_frame(handler)  # its checkpoint write is suppressed
+            return await self._run_role(handler), handler.instance_id
         finally:
             run.checkpoint_suppressed -= 1
 
@@ -151,7 +156,7 @@ class Interludes:
                 "context_budget_exceeded", handler, frame.instance_id, "failed", handler_status=card.status
             )
         )
-        return run.backstop(frame, rejection.prompt_tokens)
+        return self._limits.backstop(frame, rejection.prompt_tokens)
 
     async def _context_pressure(self, frame: RoleFrame) -> None:
         run = self._run
@@ -193,7 +198,7 @@ class Interludes:
         )
         handler = triggers.handler_role
         card, handler_id = await self._interlude("loop_check", handler, frame, task)
-        action, reason = self.decisions.pop(handler_id, ("continue", ""))
+        action, reason = run.decisions.pop(handler_id, ("continue", ""))
         run.log.emit(
             ev.interrupt_resolved(
                 "loop_check",

@@ -7,18 +7,14 @@ place with the naive backstop) and the pressure threshold (a one-shot handoff no
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import msgspec
 
 from orchestrator.engine import events as ev
 from orchestrator.engine.context import compact
+from orchestrator.engine.runcontext import RunContext
 from orchestrator.engine.state import Rejection, RoleFrame
 from orchestrator.llm import ContextRejected
 from orchestrator.runlog.events import CardError, Message, ResultCard
-
-if TYPE_CHECKING:
-    from orchestrator.engine.run import Run
 
 __all__ = [
     "CUT_OFF_NOTICE",
@@ -56,7 +52,7 @@ def error_card(kind: str, message: str) -> ResultCard:
 class TurnLimits:
     """The run's handling of cut-off, rejected and oversized turns (the run owns one)."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunContext) -> None:
         self._run = run
 
     def cut_off(self, frame: RoleFrame, assistant: Message) -> Message | ResultCard | None:

@@ -7,14 +7,17 @@ whole turn (model response and every tool output) is complete, so nothing half-d
 
 All state a resume needs is in ``RunState`` / ``RoleFrame`` (msgspec data), never in coroutine locals:
 ``run_role`` on a frame decoded from a checkpoint continues where the frame stood.
+
+The layers below see the run only through its ``RunContext`` (``runcontext.py``): ``TurnLimits``,
+``ToolCalls`` and ``Interludes`` never hold the ``Run``. Running a role happens here alone — an ``agent``
+call comes back from ``ToolCalls.execute`` as a ``Delegate`` instruction that ``_finish_pending``
+carries out, and the interludes get ``run_role`` as a callable.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import trio
@@ -23,17 +26,16 @@ from orchestrator.config import Settings
 from orchestrator.config.secrets import Redactor
 from orchestrator.engine import events as ev
 from orchestrator.engine.checkpoint import Checkpointer
-from orchestrator.engine.context import effective_budget
-from orchestrator.engine.effort import effort_directive, join_directive
 from orchestrator.engine.human import HumanBackend
 from orchestrator.engine.interludes import Interludes
 from orchestrator.engine.interrupts import InterruptQueue
 from orchestrator.engine.limits import PRESSURE_NOTICE, TurnLimits
 from orchestrator.engine.limits import error_card as _error_card
 from orchestrator.engine.reconcile import missing_lifecycle_events
+from orchestrator.engine.runcontext import LiveRole, RunContext
 from orchestrator.engine.state import FinishedRoot, PendingTurn, RoleFrame, RunState
-from orchestrator.engine.toolcalls import ToolCalls, encode_json, replayable, tool_message
-from orchestrator.llm import ContextRejected, FunctionTool, LlmClient, RetryNotice, Unavailable, build_request
+from orchestrator.engine.toolcalls import Delegate, ToolCalls, encode_json, replayable, tool_message
+from orchestrator.llm import ContextRejected, LlmClient, RetryNotice, Unavailable, build_request
 from orchestrator.runlog.events import Message, ResultCard, ToolCall
 from orchestrator.runlog.reader import read_events
 from orchestrator.runlog.writer import RunLog
@@ -42,8 +44,6 @@ from orchestrator.tools.base import NativeTool, failure, success
 __all__ = ["BUILTIN_TOOLS", "DeltaSink", "Run", "StreamDelta"]
 
 BUILTIN_TOOLS = frozenset({"agent", "finish", "context_info", "edit_context"})
-#: A role declaring any of these can change the workspace (``write_plan`` and ``edit_context`` cannot).
-WRITE_TOOLS = frozenset({"write_file", "run_shell", "typecheck", "test"})
 
 
 class StreamDelta(msgspec.Struct, kw_only=True):
@@ -60,14 +60,9 @@ class StreamDelta(msgspec.Struct, kw_only=True):
 DeltaSink = Callable[[StreamDelta], None]
 
 
-@dataclass
-class _Registered:
-    frame: RoleFrame
-    scope: trio.CancelScope
-
-
 class Run:
-    """Owns one run's state, log, model client and role registry; ``execute`` drives it to a card.
+    """Owns one run's context (state, log, role registry …), model client and lower layers; ``execute``
+    drives it to a card.
 
     Cancellation: cancelling the caller of ``execute`` (shutdown) propagates without emitting
     ``role_finished`` for the unwound roles — the run is abandoned, not finished, and resumable.
@@ -88,73 +83,37 @@ class Run:
         human: HumanBackend | None = None,
         redactor: Redactor | None = None,
     ) -> None:
+        self.context = RunContext(
+            settings=settings,
+            workspace=workspace,
+            state=state,
+            log=log,
+            redactor=redactor or Redactor(),
+            interrupts=interrupts or InterruptQueue(),
+            human=human,
+            checkpointer=checkpointer,
+        )
         self.settings = settings
-        self.redactor = redactor or Redactor()  # scrubs tool results (toolcalls.py) and endpoint errors
-        self.workspace = workspace
         self.state = state
         self.log = log
+        self.checkpointer = checkpointer
         self.llm = llm
         self.on_delta = on_delta
-        self.checkpointer = checkpointer
-        self.interrupts = interrupts or InterruptQueue()
-        self.human = human
-        self.interludes = Interludes(self)
-        self.limits = TurnLimits(self)
-        #: > 0 while a handler interlude is on the stack: its effects land in the next write.
-        self.checkpoint_suppressed = 0
-        self.registry: dict[str, _Registered] = {}
-        #: Set by the host for queue-dispatched runs: an ``ask_human`` before any writing role started
-        #: parks the run (``needs_clarification``) instead of waiting. Never persisted: a resumed run waits.
-        self.queue_tracked = False
-        #: instance ids a plan modification cut (a frame not yet registered is cut as it registers)
-        self.aborted: set[str] = set()
         self._model_lock = trio.Lock()
-        self.tools = ToolCalls(self, native_tools or {})
-        guild = settings.guild
-        self._role_tools: dict[str, list[FunctionTool]] = {
-            name: [
-                FunctionTool(name=t, description=guild.tools[t].description, parameters=guild.tools[t].parameters)
-                for t in role.tools
-                if t in guild.tools
-            ]
-            for name, role in guild.roles.items()
-        }
+        self.limits = TurnLimits(self.context)
+        self.interludes = Interludes(self.context, self.limits, self.run_role)
+        self.tools = ToolCalls(self.context, native_tools or {})
 
-    def role_tools(self, role: str) -> list[FunctionTool]:
-        """The tool schemas a role's requests carry."""
-        return self._role_tools.get(role, [])
+    @property
+    def queue_tracked(self) -> bool:
+        """Set by the host for queue-dispatched runs (see ``RunContext.queue_tracked``)."""
+        return self.context.queue_tracked
+
+    @queue_tracked.setter
+    def queue_tracked(self, value: bool) -> None:
+        self.context.queue_tracked = value
 
     # --- entry ---------------------------------------------------------------------------------
-
-    def new_frame(
-        self, role: str, depth: int, task: str, parent: RoleFrame | None, *, entry: bool | None = None
-    ) -> RoleFrame:
-        """Mint an instance id and build the frame's opening conversation.
-
-        Only the entry role (by default: the frame without a parent) gets the effort directive.
-        """
-        self.state.registry_counter += 1
-        definition = self.settings.guild.roles[role]
-        if WRITE_TOOLS.intersection(definition.tools):
-            self.state.write_started = True
-        prompt = definition.system_prompt
-        effort = None
-        if parent is None if entry is None else entry:
-            effort = self.state.effort
-            # One system message: templates such as Qwen3.5's refuse a system message after the first.
-            prompt = join_directive(prompt, effort_directive(effort))
-        history = [Message(role="system", content=prompt), Message(role="user", content=task)]
-        return RoleFrame(
-            instance_id=f"{role}-{depth}-{self.state.registry_counter}",
-            role=role,
-            depth=depth,
-            task=task,
-            parent_id=parent.instance_id if parent else None,
-            parent_role=parent.role if parent else None,
-            effort=effort,
-            history=history,
-            preamble=len(history),
-        )
 
     async def execute(self, task: str) -> ResultCard:
         """Start the entry role on ``task`` and run the tree depth-first to the entry role's card."""
@@ -163,10 +122,8 @@ class Run:
         if entry not in self.settings.guild.roles:
             self.log.emit(ev.role_not_found(entry, None))
             return _error_card("invalid_arguments", f"entry role {entry!r} is not declared in the Guild")
-        frame = self.new_frame(entry, 0, task, None)
-        self.state.frames.append(frame)
-        self.checkpoint()
-        self.log.emit(ev.role_start(frame))
+        frame = self.context.new_frame(entry, 0, task, None)
+        self.context.push_frame(frame)
         return await self.run_role(frame)
 
     async def resume(self) -> ResultCard:
@@ -187,11 +144,6 @@ class Run:
             return _error_card("interrupted", "the checkpoint holds no live role")
         return await self.run_role(self.state.frames[0])
 
-    def checkpoint(self) -> None:
-        """Write the run's resumable state now (no-op without a checkpointer or inside an interlude)."""
-        if self.checkpointer is not None and not self.checkpoint_suppressed:
-            self.checkpointer.write(self.state)
-
     # --- the role loop -------------------------------------------------------------------------
 
     async def run_role(self, frame: RoleFrame) -> ResultCard:
@@ -206,9 +158,10 @@ class Run:
         card; a cancellation from further out propagates (the run is being abandoned).
         """
         card: ResultCard | None = None
+        context = self.context
         with trio.CancelScope() as frame_scope:
-            self.registry[frame.instance_id] = _Registered(frame, frame_scope)
-            if frame.instance_id in self.aborted:
+            context.registry[frame.instance_id] = LiveRole(frame, frame_scope)
+            if frame.instance_id in context.aborted:
                 frame_scope.cancel()
             try:
                 if frame.role not in self.settings.guild.roles:
@@ -216,7 +169,7 @@ class Run:
                 else:
                     card = await self._loop(frame)
             finally:
-                del self.registry[frame.instance_id]
+                del context.registry[frame.instance_id]
         if card is None:
             card = _error_card("interrupted", "the operator interrupted this role's work")
         self._pop(frame)
@@ -225,7 +178,7 @@ class Run:
             self.state.final = FinishedRoot(role=frame.role, role_id=frame.instance_id, card=card)
         elif parent.pending is not None and parent.pending.child_id == frame.instance_id:
             parent.pending.child_card = card
-        self.checkpoint()
+        context.checkpoint()
         self.log.emit(ev.role_finished(frame, card))
         return card
 
@@ -236,24 +189,17 @@ class Run:
                 del frames[i:]
                 return
 
-    def cancelled(self, frame: RoleFrame) -> bool:
-        """True once this frame's scope was cancelled (a plan modification): stop before new work."""
-        if frame.instance_id in self.aborted:
-            return True
-        registered = self.registry.get(frame.instance_id)
-        return registered is not None and registered.scope.cancel_called
-
     async def _loop(self, frame: RoleFrame) -> ResultCard | None:
         """The role loop; ``None`` when the frame's own scope was cancelled (an ``interrupted`` card)."""
         while True:
-            if self.cancelled(frame):
+            if self.context.cancelled(frame):
                 return None
             if self.state.park_question is not None:
                 return self._park_card()
             card = await self._safe_point(frame)
             if card is not None:
                 return card
-            if self.cancelled(frame):
+            if self.context.cancelled(frame):
                 return None
             if frame.pending is None:
                 outcome = await self._model_turn(frame)
@@ -281,7 +227,7 @@ class Run:
             if frame.pressure_notice_due:
                 frame.pressure_notice_due = False
                 frame.history.append(Message(role="user", content=PRESSURE_NOTICE))
-        self.checkpoint()
+        self.context.checkpoint()
         return None
 
     def _park_card(self) -> ResultCard:
@@ -292,11 +238,6 @@ class Run:
         return self.interludes.modify_plan(message)
 
     # --- one model turn ------------------------------------------------------------------------
-
-    @property
-    def budget(self) -> int:
-        model = self.settings.deployment.model
-        return effective_budget(model.context_window or 0, model.generation.max_tokens, self.state.learned_ceiling)
 
     async def _model_turn(self, frame: RoleFrame) -> Message | ResultCard | None:
         """One request. Returns the assistant message, a card that ends the role, or ``None`` to retry
@@ -309,7 +250,7 @@ class Run:
         request = build_request(
             model=model.name or "",
             history=frame.history,
-            tools=self._role_tools[frame.role],
+            tools=self.context.role_tools(frame.role),
             max_output_tokens=model.generation.max_tokens,
             temperature=model.generation.temperature,
         )
@@ -333,7 +274,8 @@ class Run:
             outcome = await self.llm.complete(request, self._publisher(frame), on_retry)
         if isinstance(outcome, Unavailable):
             self.log.emit(ev.failure("llm_unavailable", frame, message=outcome.message, attempts=outcome.attempts))
-            return _error_card("llm_unavailable", f"the model endpoint failed: {self.redactor.redact(outcome.message)}")
+            reason = self.context.redactor.redact(outcome.message)
+            return _error_card("llm_unavailable", f"the model endpoint failed: {reason}")
         if isinstance(outcome, ContextRejected):
             return self.limits.rejected(frame, outcome)
         frame.rejection_count = 0
@@ -360,10 +302,6 @@ class Run:
             return ResultCard(status="success", summary=assistant.content)
         return assistant
 
-    def backstop(self, frame: RoleFrame, reported: int | None) -> ResultCard | None:
-        """The naive in-place compaction (see ``TurnLimits.backstop``)."""
-        return self.limits.backstop(frame, reported)
-
     def _publisher(self, frame: RoleFrame) -> Callable[[str, str, bool], None] | None:
         sink = self.on_delta
         if sink is None:
@@ -383,7 +321,7 @@ class Run:
         assert pending is not None
         calls = pending.assistant.tool_calls
         while len(pending.results) < len(calls):
-            if self.cancelled(frame):
+            if self.context.cancelled(frame):
                 return None
             if self.state.park_question is not None:
                 return self._park_card()
@@ -395,7 +333,11 @@ class Run:
             if pending.awaiting == len(pending.results):
                 content, card = await self._resume_delegation(frame, pending, call), None
             else:
-                content, card = await self.tools.execute(frame, pending, call)
+                step = await self.tools.execute(frame, pending, call)
+                if isinstance(step, Delegate):
+                    child_card, refused = await self._delegate(frame, pending, step)
+                    step = self.tools.delegated(frame, call, child_card, refused)
+                content, card = step.text, step.card
             pending.results.append(tool_message(call, content))
             if card is not None:
                 pending.finish_card = card
@@ -405,15 +347,14 @@ class Run:
         frame.pending = None
         return pending.finish_card
 
-    async def delegate(
-        self, frame: RoleFrame, pending: PendingTurn, arguments: dict[str, Any]
-    ) -> tuple[ResultCard, bool]:
-        """The ``agent`` tool: refuse (unknown role, depth; ``True``) or run the child to its card.
+    async def _delegate(self, frame: RoleFrame, pending: PendingTurn, delegate: Delegate) -> tuple[ResultCard, bool]:
+        """Carry out an ``agent`` call's ``Delegate``: refuse it (unknown role, depth, stopped; ``True``)
+        or run the child to its card.
 
         The child is pushed on the chain and checkpointed before its ``role_start`` is logged, so a
         restart never mints its id twice.
         """
-        child_role, task = str(arguments["role"]), str(arguments["task"])
+        child_role, task = delegate.role, delegate.task
         depth = frame.depth + 1
         self.log.emit(ev.agent_call(frame.role, child_role, depth))
         if child_role not in self.settings.guild.roles:
@@ -425,13 +366,11 @@ class Run:
             message = f"delegating to {child_role!r} would reach depth {depth}; maxAgentDepth is {limit}"
             self.log.emit(ev.depth_exceeded(frame.role, child_role, depth, message))
             return _error_card("tool_budget_exceeded", message), True
-        if self.cancelled(frame):  # cut by a plan modification while this call was being set up
+        if self.context.cancelled(frame):  # cut by a plan modification while this call was being set up
             return _error_card("interrupted", "the delegation was stopped by the operator"), True
-        child = self.new_frame(child_role, depth, task, frame)
+        child = self.context.new_frame(child_role, depth, task, frame)
         pending.awaiting, pending.child_id = len(pending.results), child.instance_id
-        self.state.frames.append(child)
-        self.checkpoint()
-        self.log.emit(ev.role_start(child))
+        self.context.push_frame(child)
         card = await self.run_role(child)
         pending.awaiting = pending.child_id = pending.child_card = None
         return card, False

@@ -2,15 +2,17 @@
 
 Order of checks, each stopping the call before anything runs: the role's allow-list
 (``unknown_tool``), JSON parsing of the arguments (``invalid_tool_call``), the manifest's JSON Schema
-(``invalid_arguments``). Then the call goes to ``agent`` (control flow: back to the ``Run``), the
+(``invalid_arguments``). Then the call goes to ``agent`` (control flow: a ``Delegate`` instruction the
+role loop in ``run.py`` carries out, handing the child's card back to ``ToolCalls.delegated``), the
 executor's conversation tools, or a native tool under the tool timeout. Failures are results, never
-exceptions.
+exceptions. This layer works through the run's ``RunContext`` and never runs a role itself.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 import trio
@@ -27,15 +29,22 @@ from orchestrator.engine.inspection import (
     search_role_blocks,
     search_run_log,
 )
+from orchestrator.engine.runcontext import RunContext
 from orchestrator.engine.state import PendingTurn, RoleFrame
 from orchestrator.runlog.events import Message, ResultCard, ToolCall, ToolResult
 from orchestrator.tools.base import NativeTool, ToolContext, ToolOutcome, failure, success
 from orchestrator.tools.validate import SchemaCache, parse_arguments
 
-if TYPE_CHECKING:
-    from orchestrator.engine.run import Run
-
-__all__ = ["REPLAYED_INVALID_ARGUMENTS", "ToolCalls", "encode_json", "replayable", "tool_message"]
+__all__ = [
+    "REPLAYED_INVALID_ARGUMENTS",
+    "CallDone",
+    "Delegate",
+    "ToolCalls",
+    "encode_json",
+    "replayable",
+    "tool_context",
+    "tool_message",
+]
 
 _encoder = msgspec.json.Encoder()
 CHECKER_TOOLS = frozenset({"typecheck", "test"})
@@ -79,10 +88,30 @@ def replayable(assistant: Message) -> Message:
     return msgspec.structs.replace(assistant, tool_calls=calls)
 
 
+@dataclass(frozen=True)
+class CallDone:
+    """A call that has its output: the text the conversation gets, and a card if it ends the role."""
+
+    text: str
+    card: ResultCard | None = None
+
+
+@dataclass(frozen=True)
+class Delegate:
+    """The ``agent`` tool's instruction to the role loop: run ``role`` on ``task`` as the caller's child.
+
+    The call's arguments passed every check (allow-list, JSON, schema) and its ``tool_call`` event is
+    logged; the loop refuses it or runs the child, then hands the card to ``ToolCalls.delegated``.
+    """
+
+    role: str
+    task: str
+
+
 class ToolCalls:
     """The run's tool dispatcher: validators built once from the Guild, the native-tool table."""
 
-    def __init__(self, run: Run, native_tools: dict[str, NativeTool]) -> None:
+    def __init__(self, run: RunContext, native_tools: dict[str, NativeTool]) -> None:
         self._run = run
         self.native_tools = native_tools
         guild = run.settings.guild
@@ -93,24 +122,41 @@ class ToolCalls:
         """What the conversation gets: the text cut to ``maxToolOutputChars`` (the log keeps it whole)."""
         return truncate_text(text, self._limit)
 
-    async def execute(self, frame: RoleFrame, pending: PendingTurn, call: ToolCall) -> tuple[str, ResultCard | None]:
-        """Run one call; returns the text the conversation gets and a card if the call ends the role.
+    async def execute(self, frame: RoleFrame, pending: PendingTurn, call: ToolCall) -> CallDone | Delegate:
+        """Run one call: its output (and a card if the call ends the role), or, for a valid ``agent``
+        call, the ``Delegate`` instruction the caller carries out before calling ``delegated``.
 
         Cancellation: propagates (a running native tool is stopped by its own cleanup); nothing is
         appended to the history here, so a cancelled call leaves no trace in the conversation.
         """
         name = call.function.name
-        log = self._run.log
-        log.emit(ev.tool_call(frame, name, call.function.arguments))
-        outcome, conversation_text = await self._dispatch(frame, pending, call)
+        self._run.log.emit(ev.tool_call(frame, name, call.function.arguments))
+        outcome = await self._dispatch(frame, pending, call)
+        if isinstance(outcome, Delegate):
+            return outcome
+        return self._done(frame, name, outcome, None)
+
+    def delegated(self, frame: RoleFrame, call: ToolCall, card: ResultCard, refused: bool) -> CallDone:
+        """The output of an ``agent`` call whose ``Delegate`` the role loop carried out.
+
+        ``refused`` (unknown role, depth, stopped) with an error kind → a failure result; otherwise the
+        child's card is the result. Either way the conversation gets the card as JSON.
+        """
+        if refused and card.error is not None:
+            result = failure(card.error.kind, card.summary)
+        else:
+            result = success(msgspec.to_builtins(card))
+        return self._done(frame, call.function.name, ToolOutcome(result), encode_json(card))
+
+    def _done(self, frame: RoleFrame, name: str, outcome: ToolOutcome, conversation_text: str | None) -> CallDone:
         # The secret boundary: what a tool returns (output, error message, details) is redacted before
         # the log or the conversation (hence the next model request and the checkpoint) sees it.
         result = self._redacted(outcome.result)
-        log.emit(ev.tool_result(frame, name, result), redacted=True)
+        self._run.log.emit(ev.tool_result(frame, name, result), redacted=True)
         if conversation_text is not None:
             conversation_text = self._run.redactor.redact(conversation_text)
         text = conversation_text if conversation_text is not None else encode_json(result)
-        return self.for_conversation(text), outcome.terminate
+        return CallDone(self.for_conversation(text), outcome.terminate)
 
     def _redacted(self, result: ToolResult) -> ToolResult:
         """``result`` with every known secret value replaced by ``<redacted>`` (itself when none occurs)."""
@@ -121,7 +167,7 @@ class ToolCalls:
         data, details = redactor.redact_value(result.data), redactor.redact_value(result.details)
         return ToolResult(kind=result.kind, data=data, message=message, details=details)
 
-    async def _dispatch(self, frame: RoleFrame, pending: PendingTurn, call: ToolCall) -> tuple[ToolOutcome, str | None]:
+    async def _dispatch(self, frame: RoleFrame, pending: PendingTurn, call: ToolCall) -> ToolOutcome | Delegate:
         run = self._run
         name = call.function.name
         guild = run.settings.guild
@@ -129,7 +175,7 @@ class ToolCalls:
         if name not in role.tools or name not in guild.tools:
             message = f"tool {name!r} is not available to role {frame.role!r}; it may call: {', '.join(role.tools)}"
             run.log.emit(ev.failure("unknown_tool", frame, tool=name, message=message))
-            return ToolOutcome(failure("unknown_tool", message)), None
+            return ToolOutcome(failure("unknown_tool", message))
         arguments = parse_arguments(call.function.arguments)
         if isinstance(arguments, ToolResult):
             message = arguments.message or "invalid arguments"
@@ -142,22 +188,17 @@ class ToolCalls:
             message += f". The call was not run; this conversation shows its arguments as {REPLAYED_INVALID_ARGUMENTS}"
             arguments = msgspec.structs.replace(arguments, message=message)
             run.log.emit(ev.failure("invalid_tool_call", frame, tool=name, message=message))
-            return ToolOutcome(arguments), None
+            return ToolOutcome(arguments)
         invalid = self._schemas.check(name, arguments)
         if invalid is not None:
-            return ToolOutcome(invalid), None
+            return ToolOutcome(invalid)
         if name == "agent":
-            card, refused = await run.delegate(frame, pending, arguments)
-            if refused and card.error is not None:
-                result = failure(card.error.kind, card.summary)
-            else:
-                result = success(msgspec.to_builtins(card))
-            return ToolOutcome(result), encode_json(card)
+            return Delegate(role=str(arguments["role"]), task=str(arguments["task"]))
         if name == "finish":
             card_or_error = validate_finish(arguments)
             if isinstance(card_or_error, str):
-                return ToolOutcome(failure("invalid_arguments", card_or_error)), None
-            return ToolOutcome(success(msgspec.to_builtins(card_or_error)), terminate=card_or_error), None
+                return ToolOutcome(failure("invalid_arguments", card_or_error))
+            return ToolOutcome(success(msgspec.to_builtins(card_or_error)), terminate=card_or_error)
         if name in ("context_info", "edit_context"):
             target = self._target(frame, arguments.get("targetRole"))
             view = ContextView(run.settings.deployment.model.context_window or 0, run.budget)
@@ -165,21 +206,21 @@ class ToolCalls:
                 outcome = context_info(view, frame, target)
                 if isinstance(target, RoleFrame) and outcome.result.ok:
                     run.log.emit(ev.observe(target, name))
-                return outcome, None
+                return outcome
             attempts = run.settings.deployment.executor.max_compaction_attempts
-            return edit_context(view, frame, target, arguments["operations"], max_attempts=attempts), None
+            return edit_context(view, frame, target, arguments["operations"], max_attempts=attempts)
         if name in _INSPECTION:
-            return ToolOutcome(self._inspect(frame, name, arguments)), None
+            return ToolOutcome(self._inspect(frame, name, arguments))
         if name == "read_run_log":
-            return ToolOutcome(read_run_log(run.log.path, arguments.get("offset", 0), arguments.get("limit", 50))), None
+            return ToolOutcome(read_run_log(run.log.path, arguments.get("offset", 0), arguments.get("limit", 50)))
         if name == "search_run_log":
             found = search_run_log(run.log.path, arguments["query"], arguments.get("type"), arguments.get("limit", 20))
-            return ToolOutcome(found), None
+            return ToolOutcome(found)
         if name == "trigger_interrupt":
-            return ToolOutcome(self._trigger_interrupt(frame, arguments)), None
+            return ToolOutcome(self._trigger_interrupt(frame, arguments))
         if name == "ask_human":
-            return ToolOutcome(await self._ask_human(frame, arguments)), None
-        return ToolOutcome(await self._native(frame, name, arguments)), None
+            return ToolOutcome(await self._ask_human(frame, arguments))
+        return ToolOutcome(await self._native(frame, name, arguments))
 
     def _inspect(self, frame: RoleFrame, name: str, arguments: dict[str, Any]) -> ToolResult:
         """A bounded read of a live instance's conversation; emits ``observe`` when it succeeds."""
@@ -227,7 +268,7 @@ class ToolCalls:
         registered = self._run.registry.get(served)
         if registered is None:
             return failure("invalid_arguments", f"{served!r} is no longer live")
-        self._run.interludes.decisions[frame.instance_id] = (action, reason)
+        self._run.decisions[frame.instance_id] = (action, reason)
         if action == "redirect":
             registered.frame.inbox.append(Message(role="user", content=f"[Platform notice — redirect] {reason}"))
         return success({"targetRole": served, "action": action})
@@ -281,7 +322,7 @@ class ToolCalls:
         requested = arguments.get("timeoutSeconds")
         if isinstance(requested, int | float) and not isinstance(requested, bool) and 0 < requested < timeout:
             timeout = float(requested)
-        ctx = ToolContext(workspace=run.workspace, frame=frame, timeout_seconds=timeout, services=run)
+        ctx = tool_context(run, frame, timeout)
         budget = timeout
         if name in CHECKER_TOOLS:  # the timeout is per command: the call may take one per command
             commands = arguments.get("commands")
@@ -290,3 +331,15 @@ class ToolCalls:
             return await tool(ctx, arguments)
         assert tool_budget.cancelled_caught
         return failure("timeout", f"{name} did not finish within {budget:g}s and was stopped")
+
+
+def tool_context(run: RunContext, frame: RoleFrame, timeout_seconds: float) -> ToolContext:
+    """What a native tool called by ``frame`` sees: the workspace, its run and role ids, the call's
+    timeout and the executor's default tool timeout (the per-command default of ``typecheck``/``test``)."""
+    return ToolContext(
+        workspace=run.workspace,
+        timeout_seconds=timeout_seconds,
+        run_id=run.state.run_id,
+        role_id=frame.instance_id,
+        default_tool_timeout_seconds=float(run.settings.deployment.executor.default_tool_timeout_seconds),
+    )

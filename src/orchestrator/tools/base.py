@@ -6,17 +6,14 @@ A tool never raises into the engine: every failure is a ``ToolResult`` with an e
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from msgspec import UNSET
 
 from orchestrator.runlog.events import ResultCard, ToolResult
-
-if TYPE_CHECKING:
-    from orchestrator.engine.state import RoleFrame
 
 __all__ = ["NativeTool", "ToolContext", "ToolError", "ToolOutcome", "failure", "success"]
 
@@ -54,15 +51,27 @@ class ToolOutcome:
     terminate: ResultCard | None = None
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class ToolContext:
-    """What a tool may see: the workspace, the calling frame, the timeout and the run's services."""
+    """What a native tool may see of its call. The engine fills the first five (``toolcalls.tool_context``);
+    the last three replace process-wide inputs and are set only by tests and benchmarks."""
 
+    #: the workspace root every file tool is contained to
     workspace: Path
-    frame: RoleFrame
+    #: the call's timeout (the engine's scope around the call enforces it)
     timeout_seconds: float
-    services: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: the calling run's id (``read_plan``/``write_plan`` address its plan); ``None`` outside a run
+    run_id: str | None = None
+    #: the calling role instance's id (``<role>-<depth>-<counter>``); ``None`` outside a run
+    role_id: str | None = None
+    #: the executor's default tool timeout: ``typecheck``/``test`` apply it per command
+    default_tool_timeout_seconds: float | None = None
+    #: replaces ``os.environ`` for the tools' subprocesses and the web tools' settings
+    env: Mapping[str, str] | None = None
+    #: replaces ``/run/secrets`` for the web tools' keys
+    secrets_dir: Path | None = None
+    #: addresses the direct fetch may reach although they are not public
+    fetch_exempt_addresses: tuple[str, ...] = ()
 
 
 #: A native tool: ``await tool(ctx, arguments) -> ToolResult``. Runs inside the tool's timeout scope;

@@ -38,12 +38,9 @@ _GRACE_SECONDS = 0.5
 
 
 def default_tool_timeout(ctx: ToolContext) -> float:
-    """The executor's default tool timeout: ``ctx.extra`` override, then the run's deployment."""
-    value = ctx.extra.get("default_tool_timeout_seconds")
-    if value is None:
-        deployment = getattr(getattr(ctx.services, "settings", None), "deployment", None)
-        value = getattr(getattr(deployment, "executor", None), "default_tool_timeout_seconds", None)
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+    """The executor's default tool timeout (``ctx.default_tool_timeout_seconds``), else the call's."""
+    value = ctx.default_tool_timeout_seconds
+    if value is not None and value > 0:
         return float(value)
     return float(ctx.timeout_seconds)
 

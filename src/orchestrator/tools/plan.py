@@ -26,12 +26,8 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 def current_run_id(ctx: ToolContext) -> str | None:
-    """The calling run's id: ``ctx.extra["run_id"]`` if set, else the ``Run``'s state."""
-    run_id = ctx.extra.get("run_id")
-    if run_id is None:
-        state = getattr(ctx.services, "state", None)
-        run_id = getattr(state, "run_id", None)
-    return run_id if isinstance(run_id, str) and run_id else None
+    """The calling run's id (``ctx.run_id``); ``None`` outside a run."""
+    return ctx.run_id or None
 
 
 def plan_path(workspace: Path | str, run_id: str) -> Path:

@@ -178,10 +178,9 @@ async def run_command(command: str, cwd: str, env: Mapping[str, str] | None = No
 
 
 def tool_env(ctx: ToolContext) -> Mapping[str, str] | None:
-    """The environment a tool's subprocess starts from: ``ctx.extra["env"]`` (tests), else ``None``
+    """The environment a tool's subprocess starts from: ``ctx.env`` (tests), else ``None``
     (this process's); either way ``run_process`` strips the secrets."""
-    env = ctx.extra.get("env")
-    return env if isinstance(env, Mapping) else None
+    return ctx.env
 
 
 async def run_shell(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:

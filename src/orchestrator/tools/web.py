@@ -11,8 +11,8 @@ Backends and their base URLs (overridable, so tests talk to loopback servers onl
   ``ORCHESTRATOR_FETCH_ALLOW_PRIVATE=1``.
 
 Every failure is an ``unavailable`` result with the reason; the key never appears in one.
-``ctx.extra["env"]`` / ``ctx.extra["secrets_dir"]`` replace ``os.environ`` / ``/run/secrets``;
-``ctx.extra["fetch_exempt_addresses"]`` lists addresses the direct fetch may reach anyway (tests).
+``ctx.env`` / ``ctx.secrets_dir`` replace ``os.environ`` / ``/run/secrets``;
+``ctx.fetch_exempt_addresses`` lists addresses the direct fetch may reach anyway (tests).
 """
 
 from __future__ import annotations
@@ -71,8 +71,7 @@ class _BackendFailed(Exception):
 
 
 def _env(ctx: ToolContext) -> Mapping[str, str]:
-    env = ctx.extra.get("env")
-    return env if isinstance(env, Mapping) else os.environ
+    return ctx.env if ctx.env is not None else os.environ
 
 
 def _base(ctx: ToolContext, variable: str, default: str) -> str:
@@ -81,7 +80,7 @@ def _base(ctx: ToolContext, variable: str, default: str) -> str:
 
 def kagi_key(ctx: ToolContext) -> str | None:
     """The Kagi key from the environment or the secrets folder; ``ToolError`` if a secret is unreadable."""
-    secrets_dir = Path(ctx.extra.get("secrets_dir", DEFAULT_SECRETS_DIR))
+    secrets_dir = ctx.secrets_dir or Path(DEFAULT_SECRETS_DIR)
     secret, problems = read_secret(_env(ctx), KAGI_KEY_VARIABLE, KAGI_KEY_FILES, secrets_dir)
     if problems:
         raise ToolError("unavailable", "; ".join(problems))
@@ -109,7 +108,7 @@ def _direct_client(ctx: ToolContext) -> Callable[[float], httpx.AsyncClient]:
     """The direct fetch's client: public addresses only, unless ``ORCHESTRATOR_FETCH_ALLOW_PRIVATE=1``."""
     if _env(ctx).get(ALLOW_PRIVATE_VARIABLE, "").strip() == "1":
         return _client
-    exempt = [str(a) for a in ctx.extra.get("fetch_exempt_addresses", ())]
+    exempt = list(ctx.fetch_exempt_addresses)
     return lambda seconds: guarded_client(seconds, {"User-Agent": _USER_AGENT}, _REDIRECTS, exempt)
 
 
