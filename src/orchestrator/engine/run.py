@@ -41,9 +41,7 @@ from orchestrator.runlog.reader import read_events
 from orchestrator.runlog.writer import RunLog
 from orchestrator.tools.base import NativeTool, failure, success
 
-__all__ = ["BUILTIN_TOOLS", "DeltaSink", "Run", "StreamDelta"]
-
-BUILTIN_TOOLS = frozenset({"agent", "finish", "context_info", "edit_context"})
+__all__ = ["DeltaSink", "Run", "StreamDelta"]
 
 
 class StreamDelta(msgspec.Struct, kw_only=True):
