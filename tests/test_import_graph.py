@@ -33,18 +33,7 @@ Graph = Mapping[str, frozenset[str]]
 
 # Cycles another branch of the same change is removing; the lead empties this set once it has landed.
 # Each entry is the exact set of modules of one strongly connected component.
-KNOWN_CYCLES_BEING_REMOVED: frozenset[frozenset[str]] = frozenset(
-    {
-        frozenset(
-            {
-                "orchestrator.engine.interludes",
-                "orchestrator.engine.limits",
-                "orchestrator.engine.run",
-                "orchestrator.engine.toolcalls",
-            }
-        ),
-    }
-)
+KNOWN_CYCLES_BEING_REMOVED: frozenset[frozenset[str]] = frozenset()
 
 
 def module_names(src: Path, package: str) -> dict[str, Path]:
