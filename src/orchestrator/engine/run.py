@@ -94,7 +94,6 @@ class Run:
         self.settings = settings
         self.state = state
         self.log = log
-        self.checkpointer = checkpointer
         self.llm = llm
         self.on_delta = on_delta
         self._model_lock = trio.Lock()
