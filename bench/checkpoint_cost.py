@@ -26,11 +26,11 @@ from typing import Protocol
 
 import msgspec
 
+from orchestrator.conversation import FunctionCall, Message, ToolCall
 from orchestrator.engine import checkpoint as cpmod
 from orchestrator.engine.checkpoint import Checkpointer, Snapshot, load_checkpoint
 from orchestrator.engine.state import PendingTurn, RoleFrame, RunState
 from orchestrator.fsutil import atomic_write
-from orchestrator.runlog.events import FunctionCall, Message, ToolCall
 
 REPO = Path(__file__).resolve().parents[1]
 TURNS = 500

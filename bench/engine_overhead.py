@@ -33,11 +33,12 @@ import msgspec
 import trio
 
 from orchestrator.config import Settings, load_settings, probe_model
+from orchestrator.conversation import FunctionCall, Message, ResultCard, ToolCall, Usage
 from orchestrator.engine import events as ev
 from orchestrator.engine.run import Run
 from orchestrator.engine.state import RoleFrame, RunState
 from orchestrator.llm import FunctionTool, LlmClient, LlmTimeouts, Turn, build_request
-from orchestrator.runlog.events import FunctionCall, LlmCall, Message, ResultCard, ToolCall, Usage
+from orchestrator.runlog.events import LlmCall
 from orchestrator.runlog.writer import RunLog, utc_timestamp
 from orchestrator.sim import load_script, serve_sim
 

@@ -127,8 +127,8 @@ async def _bench(rounds: int, block: int, warmup: int) -> int:
     from hypercorn.config import Config
     from hypercorn.trio import serve
 
+    from orchestrator.conversation import ToolResult
     from orchestrator.mcpclient import open_mcp_tools
-    from orchestrator.runlog.events import ToolResult
     from orchestrator.tools.base import ToolContext, success
 
     async def native(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:

@@ -20,7 +20,6 @@ import trio
 from orchestrator import __version__
 from orchestrator.config import Settings, load_config, locate_config, probe_model, render_settings
 from orchestrator.config.secrets import load_redactor
-from orchestrator.engine.effort import EFFORT_TIERS
 from orchestrator.engine.human import AnswersFile, HumanBackend, Terminal, load_answers
 from orchestrator.engine.reconcile import reconcile_runs
 from orchestrator.engine.runfolder import RunIdCollision
@@ -36,6 +35,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.lifecycle import WindDown, run_with_wind_down, wind_down_seconds
 from orchestrator.llm import timeouts_from_env
 from orchestrator.projectsettings import read_project_settings, resolve_effort, resolve_log_level
+from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS
 
 __all__ = ["main"]
 
@@ -60,7 +60,7 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", metavar="DIR", default=".", help="project the run works in (default .)")
     _add_config_args(parser)
     parser.add_argument("--effort", choices=EFFORT_TIERS, help="quality tier for this run")
-    parser.add_argument("--log-level", choices=("full", "standard"), help="run-log payload detail")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, help="run-log payload detail")
     parser.add_argument("--json", action="store_true", help="print the result card as JSON")
     parser.add_argument(
         "--answers",

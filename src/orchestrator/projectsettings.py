@@ -8,19 +8,19 @@ default → the deployment's ``logging.level`` → ``full``. A missing or malfor
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 import msgspec
 
 from orchestrator.fsutil import atomic_write
 from orchestrator.schema import Base
+from orchestrator.vocabulary import Effort, LogLevel
 
 __all__ = ["ProjectSettings", "read_project_settings", "resolve_effort", "resolve_log_level", "write_project_settings"]
 
 
 class ProjectSettings(Base):
-    effort: Literal["quick", "standard", "thorough"] | None = None
-    log_level: Literal["full", "standard"] | None = None
+    effort: Effort | None = None
+    log_level: LogLevel | None = None
 
 
 _decoder = msgspec.json.Decoder(ProjectSettings)

@@ -25,7 +25,7 @@ _WRITER = textwrap.dedent(
     import msgspec
     from orchestrator.engine import checkpoint as cpmod
     from orchestrator.engine.state import RoleFrame, RunState
-    from orchestrator.runlog.events import Message
+    from orchestrator.conversation import Message
 
     cpmod.MIN_JOURNAL_BYTES, cpmod.COMPACT_FACTOR = 1500, 1
     cp = cpmod.Checkpointer(Path(sys.argv[1]), durable=False)

@@ -15,10 +15,10 @@ import msgspec
 import pytest
 from hypothesis import strategies as st
 
+from orchestrator.conversation import FunctionCall, Message, ResultCard, ToolCall
 from orchestrator.engine import checkpoint as cpmod
 from orchestrator.engine.checkpoint import VERSION, Checkpointer, load_checkpoint
 from orchestrator.engine.state import FinishedRoot, PendingTurn, Rejection, RoleFrame, RunState
-from orchestrator.runlog.events import FunctionCall, Message, ResultCard, ToolCall
 
 Builtins = Any
 

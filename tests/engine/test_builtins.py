@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from orchestrator.conversation import CardError, Message, ResultCard
 from orchestrator.engine.builtins import ContextView, context_info, edit_context, validate_finish
 from orchestrator.engine.state import RoleFrame
 from orchestrator.errors import ERROR_KINDS
-from orchestrator.runlog.events import CardError, Message, ResultCard
 
 OK: dict[str, Any] = {"status": "success", "summary": "did it"}
 

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from tests.engine.checkpoint_states import LIMITS, OPS, Sim, builtins, compact_limits, make_call, root_state
 
+from orchestrator.conversation import CardError, Message, ResultCard
 from orchestrator.engine import checkpoint as cpmod
 from orchestrator.engine.checkpoint import (
     JOURNAL,
@@ -33,7 +34,6 @@ from orchestrator.engine.checkpoint import (
     load_checkpoint,
 )
 from orchestrator.engine.state import RunState
-from orchestrator.runlog.events import CardError, Message, ResultCard
 
 # --- round trip ------------------------------------------------------------------------------------
 

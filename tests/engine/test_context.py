@@ -11,6 +11,7 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
+from orchestrator.conversation import FunctionCall, Message, ToolCall
 from orchestrator.engine.context import (
     CHARS_PER_TOKEN,
     COMPACTION_TARGET,
@@ -25,7 +26,6 @@ from orchestrator.engine.context import (
     truncate_text,
     turn_groups,
 )
-from orchestrator.runlog.events import FunctionCall, Message, ToolCall
 
 # --- builders ----------------------------------------------------------------------------------------
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from orchestrator.conversation import FunctionCall, Message, ToolCall
 from orchestrator.engine.context import EditError, apply_edits
-from orchestrator.runlog.events import FunctionCall, Message, ToolCall
 
 
 def _plain(n: int) -> list[Message]:

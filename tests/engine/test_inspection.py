@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from orchestrator.conversation import FunctionCall, Message, ToolCall
 from orchestrator.engine.inspection import (
     LOG_PAGE_CAP,
     READ_WINDOW_CAP,
@@ -17,7 +18,6 @@ from orchestrator.engine.inspection import (
     search_run_log,
 )
 from orchestrator.engine.state import RoleFrame
-from orchestrator.runlog.events import FunctionCall, Message, ToolCall
 
 
 def _frame() -> RoleFrame:

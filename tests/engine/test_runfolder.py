@@ -9,6 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from orchestrator.conversation import ResultCard
 from orchestrator.engine.runfolder import (
     RUN_ID_PATTERN,
     RunIdCollision,
@@ -19,7 +20,6 @@ from orchestrator.engine.runfolder import (
     runs_root,
     write_meta,
 )
-from orchestrator.runlog.events import ResultCard
 
 META = RunMeta(
     run_id="run-20260102-030405",

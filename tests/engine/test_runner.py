@@ -10,6 +10,7 @@ import pytest
 from tests.engine.harness import FAST, finish, turn
 from tests.helpers import make_settings
 
+from orchestrator.conversation import CardError, ResultCard
 from orchestrator.engine.runfolder import RunMeta, read_meta, runs_root, write_meta
 from orchestrator.engine.runner import (
     Continuation,
@@ -20,7 +21,6 @@ from orchestrator.engine.runner import (
     execute_run,
     prepare_run,
 )
-from orchestrator.runlog.events import CardError, ResultCard
 
 PRIOR = "run-20240501-000001"
 

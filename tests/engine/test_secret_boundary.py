@@ -24,9 +24,9 @@ from tests.helpers import write_deployment, write_guild
 
 from orchestrator.config import Settings, load_settings
 from orchestrator.config.secrets import Redactor
+from orchestrator.conversation import ToolResult
 from orchestrator.engine.runner import RunRequest, RunServices, execute_run
 from orchestrator.runlog import read_events
-from orchestrator.runlog.events import ToolResult
 from orchestrator.tools import ToolContext, default_native_tools, failure
 
 SECRETS = {

@@ -9,12 +9,12 @@ from tests.engine.harness import call, finish, of_type, run_task, turn, types
 from tests.helpers import make_settings
 
 from orchestrator.config.secrets import Redactor
+from orchestrator.conversation import FunctionCall, Message, ResultCard, ToolCall
 from orchestrator.engine.interrupts import InterruptQueue
 from orchestrator.engine.runcontext import RunContext
 from orchestrator.engine.state import PendingTurn, RunState
 from orchestrator.engine.toolcalls import CallDone, Delegate, ToolCalls, tool_context
 from orchestrator.runlog import read_events
-from orchestrator.runlog.events import FunctionCall, Message, ResultCard, ToolCall
 from orchestrator.runlog.writer import RunLog
 
 ROLES = {

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec import UNSET
 
+from orchestrator.conversation import FunctionCall, Message, ToolCall, Usage
 from orchestrator.llm.sse import SseDecoder
 from orchestrator.llm.wire import (
     AttemptFailed,
@@ -21,7 +22,6 @@ from orchestrator.llm.wire import (
     build_request,
     input_items,
 )
-from orchestrator.runlog.events import FunctionCall, Message, ToolCall, Usage
 from orchestrator.sim.events import ResponseMeta, build_stream
 from orchestrator.sim.matching import ResolvedUsage
 from orchestrator.sim.script import ToolCall as SimToolCall

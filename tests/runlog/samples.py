@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from orchestrator.conversation import FunctionCall, Message, ResultCard, ToolCall, ToolResult, Usage
 from orchestrator.engine import events as ev
 from orchestrator.engine.state import RoleFrame
-from orchestrator.runlog.events import FunctionCall, Message, ResultCard, RunEvent, ToolCall, ToolResult, Usage
+from orchestrator.runlog.events import RunEvent
 from orchestrator.runlog.writer import RunLog
 
 FRAME = RoleFrame(

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from orchestrator.conversation import FunctionCall, Message, ToolCall, Usage
 from orchestrator.engine import events as ev
 from orchestrator.engine.state import RoleFrame
-from orchestrator.runlog.events import FunctionCall, Message, ToolCall, Usage
 from orchestrator.runlog.fold import fold_request, instance_key
 from orchestrator.runlog.writer import apply_level
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import msgspec
 from tests.runlog.samples import FRAME, sample_events, write_log
 
+from orchestrator.conversation import ToolResult
 from orchestrator.engine import events as ev
-from orchestrator.runlog.events import EVENT_TYPES, RunEvent, ToolResult
+from orchestrator.runlog.events import EVENT_TYPES, RunEvent
 from orchestrator.runlog.reader import read_events
 from orchestrator.runlog.writer import RunLog, apply_level
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from orchestrator.conversation import ResultCard
 from orchestrator.engine.runfolder import RunMeta
-from orchestrator.runlog.events import ResultCard
 from orchestrator.service.briefing import BRIEFING_RUN_LIMIT, cancelled_since, completed_since, interim_briefing
 from orchestrator.service.queue import QueueItem
 

@@ -14,10 +14,10 @@ import trio
 from tests.engine.harness import FAST
 from tests.helpers import make_settings
 
+from orchestrator.conversation import ResultCard
 from orchestrator.engine.runfolder import RunMeta, read_meta, runs_root, write_meta
 from orchestrator.engine.runner import Continuation
 from orchestrator.runlog import read_events
-from orchestrator.runlog.events import ResultCard
 from orchestrator.service.core import Service
 from orchestrator.service.queue import QueueItem
 from orchestrator.service.queue_store import load_queue, save_queue

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from orchestrator.conversation import CardError, ResultCard
 from orchestrator.engine.runfolder import RunMeta
-from orchestrator.runlog.events import CardError, ResultCard
 from orchestrator.service import queue as q
 from orchestrator.service.queue import (
     Answer,

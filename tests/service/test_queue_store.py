@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from orchestrator.service import queue as q
 from orchestrator.service.queue import Cancel, Enqueue, QueueItem, QueueNotFound
 from orchestrator.service.queue_store import QueueStore, load_queue, queue_path, save_queue
+from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS
 
 QUEUED = "2024-05-01T10:00:00.000Z"
 R1 = "run-20240501-110000"
@@ -128,8 +129,8 @@ _items = st.builds(
     QueueItem,
     id=st.uuids(version=4).map(str) | _text,
     task=_text,
-    effort=st.none() | st.sampled_from(sorted(q.EFFORTS)),
-    log_level=st.none() | st.sampled_from(sorted(q.LOG_LEVELS)),
+    effort=st.none() | st.sampled_from(sorted(EFFORT_TIERS)),
+    log_level=st.none() | st.sampled_from(sorted(LOG_LEVELS)),
     continues_from=st.none() | _run_ids,
     status=st.sampled_from(sorted(q.STATUSES)),
     run_id=st.none() | _run_ids,

@@ -14,8 +14,8 @@ from tests.engine.harness import call, finish, run_task, turn
 from tests.helpers import make_settings
 from tests.service.test_logwindow import Log, delegation_log, indices
 
+from orchestrator.conversation import CardError, ResultCard
 from orchestrator.engine.runfolder import RunMeta, read_meta, runs_root, write_meta
-from orchestrator.runlog.events import CardError, ResultCard
 from orchestrator.service.human import PendingQuestion
 from orchestrator.service.views import (
     RunAggregate,

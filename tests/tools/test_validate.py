@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.runlog.events import ToolResult
+from orchestrator.conversation import ToolResult
 from orchestrator.tools.validate import SchemaCache, parse_arguments
 
 FINISH = {

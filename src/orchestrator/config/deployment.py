@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterator
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
 from orchestrator.config.mcpservers import McpServer, mcp_server_problems, server_decode_problems
 from orchestrator.schema import StrictBase
+from orchestrator.vocabulary import LogLevel
 
 __all__ = [
     "DEFAULT_CONTEXT_PRESSURE_THRESHOLD",
@@ -113,7 +114,7 @@ class ContextPolicy(StrictBase):
 class LoggingConfig(StrictBase):
     """The deployment-wide default run-log level."""
 
-    level: Literal["full", "standard"]
+    level: LogLevel
 
 
 class Deployment(StrictBase):

@@ -10,10 +10,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from orchestrator.conversation import CardError, ResultCard
 from orchestrator.engine.context import CHARS_PER_TOKEN, EditError, apply_edits, message_chars
 from orchestrator.engine.state import RoleFrame
 from orchestrator.errors import ERROR_KINDS
-from orchestrator.runlog.events import CardError, ResultCard
 from orchestrator.tools.base import ToolOutcome, failure, success
 
 __all__ = ["ContextView", "context_info", "edit_context", "validate_finish"]

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import msgspec
 
+from orchestrator.conversation import Message
 from orchestrator.engine.state import RoleFrame, RunState
 from orchestrator.fsutil import atomic_write, fsync_dir
-from orchestrator.runlog.events import Message
 from orchestrator.schema import Base
 
 __all__ = [

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from orchestrator.runlog.events import Message
+from orchestrator.conversation import Message
 
 __all__ = [
     "CHARS_PER_TOKEN",

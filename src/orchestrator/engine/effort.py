@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, get_args
-
-__all__ = ["CADENCE_FACTOR", "EFFORT_TIERS", "Effort", "effort_directive", "join_directive"]
-
-Effort = Literal["quick", "standard", "thorough"]
-EFFORT_TIERS: tuple[str, ...] = get_args(Effort)
+__all__ = ["CADENCE_FACTOR", "effort_directive", "join_directive"]
 
 #: Loop-check thresholds are multiplied by the tier's factor: higher effort, rarer checks.
 CADENCE_FACTOR: dict[str, int] = {"quick": 2, "standard": 4, "thorough": 6}

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from orchestrator.conversation import Message, ResultCard, ToolResult, Usage
 from orchestrator.engine.context import Compaction
 from orchestrator.engine.state import RoleFrame
 from orchestrator.runlog import events as e
@@ -65,7 +66,7 @@ def role_start(frame: RoleFrame) -> e.RoleStart:
     )
 
 
-def role_finished(frame: RoleFrame, card: e.ResultCard) -> e.RoleFinished:
+def role_finished(frame: RoleFrame, card: ResultCard) -> e.RoleFinished:
     return e.RoleFinished(
         timestamp=utc_timestamp(),
         payload=e.RoleFinishedPayload(
@@ -107,10 +108,10 @@ def llm_retry(
 
 def llm_call(
     frame: RoleFrame,
-    sent: Sequence[e.Message],
+    sent: Sequence[Message],
     sent_from: int,
-    assistant: e.Message,
-    usage: e.Usage,
+    assistant: Message,
+    usage: Usage,
     finish_reason: str | None,
 ) -> e.LlmCall:
     """``sent`` is the delta since the instance's previous ``llm_call``; reasoning is not logged in it."""
@@ -135,7 +136,7 @@ def tool_call(frame: RoleFrame, tool: str, arguments: str) -> e.ToolCallEvent:
     )
 
 
-def tool_result(frame: RoleFrame, tool: str, result: e.ToolResult) -> e.ToolResultEvent:
+def tool_result(frame: RoleFrame, tool: str, result: ToolResult) -> e.ToolResultEvent:
     return e.ToolResultEvent(
         timestamp=utc_timestamp(),
         payload=e.ToolResultPayload(
@@ -193,7 +194,7 @@ def operator_notice(frame: RoleFrame, message: str) -> e.OperatorNotice:
     )
 
 
-def role_finished_for(role: str, role_id: str, depth: int, card: e.ResultCard, parent: str | None) -> e.RoleFinished:
+def role_finished_for(role: str, role_id: str, depth: int, card: ResultCard, parent: str | None) -> e.RoleFinished:
     """``role_finished`` for an instance whose frame is gone (log reconciliation after a restart)."""
     return e.RoleFinished(
         timestamp=utc_timestamp(),

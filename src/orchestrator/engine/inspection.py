@@ -15,8 +15,8 @@ from typing import Any
 
 import msgspec
 
+from orchestrator.conversation import Message, ToolResult
 from orchestrator.engine.state import RoleFrame
-from orchestrator.runlog.events import Message, ToolResult
 from orchestrator.tools.base import failure, success
 
 __all__ = [

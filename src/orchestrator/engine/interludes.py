@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from orchestrator.conversation import CardError, Message, ResultCard
 from orchestrator.engine import events as ev
 from orchestrator.engine.effort import CADENCE_FACTOR
 from orchestrator.engine.interrupts import notice_text, plan_modification_text
 from orchestrator.engine.limits import TurnLimits
 from orchestrator.engine.runcontext import RunContext
 from orchestrator.engine.state import RoleFrame
-from orchestrator.runlog.events import CardError, Message, ResultCard
 
 __all__ = ["COMPACTED_NOTICE", "Interludes", "RunRole"]
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import msgspec
 
+from orchestrator.conversation import CardError, Message, ResultCard
 from orchestrator.engine import events as ev
 from orchestrator.engine.context import compact
 from orchestrator.engine.runcontext import RunContext
 from orchestrator.engine.state import Rejection, RoleFrame
 from orchestrator.llm import ContextRejected
-from orchestrator.runlog.events import CardError, Message, ResultCard
 
 __all__ = [
     "CUT_OFF_NOTICE",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator.conversation import CardError
 from orchestrator.engine import events as ev
 from orchestrator.engine.checkpoint import CheckpointError, delete_checkpoint, load_checkpoint
 from orchestrator.engine.runfolder import (
@@ -26,7 +27,7 @@ from orchestrator.engine.runfolder import (
     write_meta,
 )
 from orchestrator.engine.state import RunState
-from orchestrator.runlog.events import CardError, RunEvent
+from orchestrator.runlog.events import RunEvent
 from orchestrator.runlog.reader import read_events
 from orchestrator.runlog.writer import utc_timestamp
 

@@ -24,6 +24,7 @@ import trio
 
 from orchestrator.config import Settings
 from orchestrator.config.secrets import Redactor
+from orchestrator.conversation import Message, ResultCard, ToolCall
 from orchestrator.engine import events as ev
 from orchestrator.engine.checkpoint import Checkpointer
 from orchestrator.engine.human import HumanBackend
@@ -36,7 +37,6 @@ from orchestrator.engine.runcontext import LiveRole, RunContext
 from orchestrator.engine.state import FinishedRoot, PendingTurn, RoleFrame, RunState
 from orchestrator.engine.toolcalls import Delegate, ToolCalls, encode_json, replayable, tool_message
 from orchestrator.llm import ContextRejected, LlmClient, RetryNotice, Unavailable, build_request
-from orchestrator.runlog.events import Message, ResultCard, ToolCall
 from orchestrator.runlog.reader import read_events
 from orchestrator.runlog.writer import RunLog
 from orchestrator.tools.base import NativeTool, failure, success

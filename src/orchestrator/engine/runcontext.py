@@ -17,6 +17,7 @@ import trio
 
 from orchestrator.config import Settings
 from orchestrator.config.secrets import Redactor
+from orchestrator.conversation import Message
 from orchestrator.engine import events as ev
 from orchestrator.engine.checkpoint import Checkpointer
 from orchestrator.engine.context import effective_budget
@@ -25,7 +26,6 @@ from orchestrator.engine.human import HumanBackend
 from orchestrator.engine.interrupts import InterruptQueue
 from orchestrator.engine.state import RoleFrame, RunState
 from orchestrator.llm import FunctionTool
-from orchestrator.runlog.events import Message
 from orchestrator.runlog.writer import RunLog
 
 __all__ = ["WRITE_TOOLS", "LiveRole", "RunContext"]

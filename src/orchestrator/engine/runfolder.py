@@ -8,8 +8,8 @@ from pathlib import Path
 
 import msgspec
 
+from orchestrator.conversation import CardError, ResultCard
 from orchestrator.fsutil import atomic_write
-from orchestrator.runlog.events import CardError, ResultCard
 from orchestrator.schema import Base
 
 __all__ = [

@@ -21,6 +21,7 @@ import trio
 
 from orchestrator.config import Settings
 from orchestrator.config.secrets import Redactor, secret_values
+from orchestrator.conversation import CardError, ResultCard
 from orchestrator.engine.checkpoint import Checkpointer, delete_checkpoint
 from orchestrator.engine.controls import RunControls
 from orchestrator.engine.human import HumanBackend
@@ -39,9 +40,10 @@ from orchestrator.engine.runfolder import (
 from orchestrator.engine.state import RunState
 from orchestrator.llm import LlmClient, LlmTimeouts
 from orchestrator.mcpclient import open_mcp_tools
-from orchestrator.runlog.events import CardError, ResultCard, RunEvent
-from orchestrator.runlog.writer import LogLevel, RunLog, utc_timestamp
+from orchestrator.runlog.events import RunEvent
+from orchestrator.runlog.writer import RunLog, utc_timestamp
 from orchestrator.tools import NativeTool, default_native_tools, ensure_git_exclude
+from orchestrator.vocabulary import LogLevel
 
 __all__ = [
     "Continuation",

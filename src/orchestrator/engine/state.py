@@ -6,7 +6,7 @@ frame decoded from a checkpoint re-enters the loop exactly where it stood (see d
 
 from __future__ import annotations
 
-from orchestrator.runlog.events import Message, ResultCard
+from orchestrator.conversation import Message, ResultCard
 from orchestrator.schema import Base
 
 __all__ = ["FinishedRoot", "PendingTurn", "Rejection", "RoleFrame", "RunState"]

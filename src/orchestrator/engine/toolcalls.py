@@ -18,6 +18,7 @@ import msgspec
 import trio
 from msgspec import UnsetType
 
+from orchestrator.conversation import Message, ResultCard, ToolCall, ToolResult
 from orchestrator.engine import events as ev
 from orchestrator.engine.builtins import ContextView, context_info, edit_context, validate_finish
 from orchestrator.engine.context import truncate_text
@@ -31,7 +32,6 @@ from orchestrator.engine.inspection import (
 )
 from orchestrator.engine.runcontext import RunContext
 from orchestrator.engine.state import PendingTurn, RoleFrame
-from orchestrator.runlog.events import Message, ResultCard, ToolCall, ToolResult
 from orchestrator.tools.base import NativeTool, ToolContext, ToolOutcome, failure, success
 from orchestrator.tools.validate import SchemaCache, parse_arguments
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, cast
 
+from orchestrator import vocabulary as names
 from orchestrator.flow.model import (
     ACTIVE_STATUSES,
     MAIN_STACK,
@@ -320,19 +321,19 @@ def _run_resumed(state: FlowState, p: Payload, at: str, index: int) -> None:
 
 
 _RULES: dict[str, Callable[[FlowState, Payload, str, int], None]] = {
-    "role_start": _role_start,
-    "role_finished": _role_finished,
-    "tool_call": _tool_call,
-    "tool_result": _tool_result,
-    "ask_human": _ask_human,
-    "human_answer": _human_answer,
-    "interrupt": _interrupt,
-    "interrupt_resolved": _interrupt_resolved,
-    "observe": _observe,
-    "terminate": _terminate,
-    "llm_call_start": _llm_call_start,
-    "llm_call": _llm_call,
-    "run_resumed": _run_resumed,
+    names.ROLE_START: _role_start,
+    names.ROLE_FINISHED: _role_finished,
+    names.TOOL_CALL: _tool_call,
+    names.TOOL_RESULT: _tool_result,
+    names.ASK_HUMAN: _ask_human,
+    names.HUMAN_ANSWER: _human_answer,
+    names.INTERRUPT: _interrupt,
+    names.INTERRUPT_RESOLVED: _interrupt_resolved,
+    names.OBSERVE: _observe,
+    names.TERMINATE: _terminate,
+    names.LLM_CALL_START: _llm_call_start,
+    names.LLM_CALL: _llm_call,
+    names.RUN_RESUMED: _run_resumed,
 }
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from orchestrator import vocabulary as names
 from orchestrator.flow.model import TypeTotal
 from orchestrator.flow.outcome import Verdict, classify_card, classify_tool_result
 from orchestrator.flow.state import epoch
@@ -41,7 +42,7 @@ __all__ = [
 ]
 
 _NOT_TOOL_TIME = frozenset({"agent", "ask_human", "finish"})
-_TURN_ENDS = frozenset({"llm_call", "llm_unavailable", "context_budget_exceeded"})
+_TURN_ENDS = frozenset({names.LLM_CALL, names.LLM_UNAVAILABLE, names.CONTEXT_BUDGET_EXCEEDED})
 _ACTIVE = frozenset({"running", "needs_clarification", "unknown", None})
 
 
@@ -187,13 +188,13 @@ def _llm_call(s: TreeState, p: Mapping[str, Any], kind: str, t: float | None) ->
     node = s.owner(p)
     if node is None:
         return
-    if kind == "llm_call_start":
+    if kind == names.LLM_CALL_START:
         node.open_turn = t
         return
     if node.open_turn is not None:
         node.model_ms += _ms(node.open_turn, t)
         node.open_turn = None
-    if kind != "llm_call":
+    if kind != names.LLM_CALL:
         return
     node.turns += 1
     usage = p.get("usage")
@@ -214,7 +215,7 @@ def _tool(s: TreeState, p: Mapping[str, Any], kind: str, t: float | None) -> Non
     node = s.owner(p)
     if node is None or not isinstance(tool, str) or tool in _NOT_TOOL_TIME:
         return
-    if kind == "tool_call":
+    if kind == names.TOOL_CALL:
         node.open_tools.append((tool, t))
         node.tool_calls += 1
         s.type("tool", tool).count += 1
@@ -238,7 +239,7 @@ def _human(s: TreeState, p: Mapping[str, Any], kind: str, t: float | None) -> No
     qid = p.get("id")
     if not isinstance(qid, str):
         return
-    if kind == "ask_human":
+    if kind == names.ASK_HUMAN:
         node = s.owner(p)
         if node is not None:
             node.open_human[qid] = t
@@ -261,15 +262,15 @@ def fold_tree(s: TreeState, event: Mapping[str, Any]) -> None:
         s.first = t if s.first is None else s.first
         s.last = t
     kind = event.get("type")
-    if kind == "role_start":
+    if kind == names.ROLE_START:
         _role_start(s, p, at, t)
-    elif kind == "role_finished":
+    elif kind == names.ROLE_FINISHED:
         _role_finished(s, p, at, t)
-    elif kind == "llm_call_start" or kind in _TURN_ENDS:
+    elif kind == names.LLM_CALL_START or kind in _TURN_ENDS:
         _llm_call(s, p, str(kind), t)
-    elif kind in ("tool_call", "tool_result"):
+    elif kind in (names.TOOL_CALL, names.TOOL_RESULT):
         _tool(s, p, str(kind), t)
-    elif kind in ("ask_human", "human_answer"):
+    elif kind in (names.ASK_HUMAN, names.HUMAN_ANSWER):
         _human(s, p, str(kind), t)
 
 

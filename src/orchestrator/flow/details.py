@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from orchestrator import vocabulary as names
 from orchestrator.flow.state import FlowState
 
 __all__ = ["EventSource", "operation_details", "render_details"]
@@ -73,25 +74,25 @@ def render_details(event: Mapping[str, Any] | None) -> str | None:
         return None
     payload: Mapping[str, Any] = event["payload"]
     kind = event.get("type")
-    if kind == "role_start":
+    if kind == names.ROLE_START:
         return _text(payload, "task")
-    if kind == "interrupt":
+    if kind == names.INTERRUPT:
         return _text(payload, "message")
-    if kind == "tool_call":
+    if kind == names.TOOL_CALL:
         return _arguments(payload.get("arguments"))
-    if kind == "tool_result":
+    if kind == names.TOOL_RESULT:
         result = payload.get("result")
         return None if result is None else _json_block(result)
-    if kind == "ask_human":
+    if kind == names.ASK_HUMAN:
         question, context = _text(payload, "question"), _text(payload, "context")
         if question is None:
             return None
         return f"{question}\n\n**Context:** {context}" if context else question
-    if kind == "human_answer":
+    if kind == names.HUMAN_ANSWER:
         return _text(payload, "answer")
-    if kind == "role_finished":
+    if kind == names.ROLE_FINISHED:
         return _summary(payload)
-    if kind in ("observe", "terminate"):
+    if kind in (names.OBSERVE, names.TERMINATE):
         return _text(payload, "details")
     return None
 

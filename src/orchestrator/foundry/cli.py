@@ -16,11 +16,11 @@ from pathlib import Path
 import trio
 
 from orchestrator.config import resolve_paths
-from orchestrator.engine.effort import EFFORT_TIERS
 from orchestrator.errors import ConfigError
 from orchestrator.foundry.remote import ServiceError
 from orchestrator.foundry.report import render_table
 from orchestrator.foundry.runner import SuiteError, SuiteOptions, run_suite
+from orchestrator.vocabulary import EFFORT_TIERS
 
 __all__ = ["build_parser", "main"]
 

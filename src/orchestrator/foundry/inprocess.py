@@ -18,8 +18,8 @@ from orchestrator.engine.human import AnswersFile
 from orchestrator.engine.runner import RunOutcome, RunRequest, RunServices, execute_run
 from orchestrator.llm import timeouts_from_env
 from orchestrator.runlog.events import RoleStart, RunEvent
-from orchestrator.runlog.writer import LogLevel
 from orchestrator.sim import SimScript, serve_sim
+from orchestrator.vocabulary import LogLevel
 
 __all__ = ["RunRecord", "load_run_settings", "run_in_process", "sim_env"]
 

@@ -19,6 +19,7 @@ import msgspec
 from orchestrator.foundry.validate import CommandResult
 from orchestrator.fsutil import atomic_write
 from orchestrator.runlog import read_events
+from orchestrator.vocabulary import LLM_CALL
 
 __all__ = [
     "RESULTS_DIR",
@@ -100,7 +101,7 @@ def run_tokens(run_dirs: list[Path]) -> tuple[int, int]:
     prompt = completion = 0
     for run_dir in run_dirs:
         for event in read_events(run_dir / "log.jsonl"):
-            if event.get("type") != "llm_call":
+            if event.get("type") != LLM_CALL:
                 continue
             usage = event.get("payload", {}).get("usage") or {}
             prompt += int(usage.get("promptTokens") or 0)

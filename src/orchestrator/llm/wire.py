@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from orchestrator.runlog.events import FunctionCall, Message, ToolCall, Usage
+from orchestrator.conversation import FunctionCall, Message, ToolCall, Usage
 
 __all__ = [
     "AttemptFailed",

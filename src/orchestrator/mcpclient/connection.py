@@ -25,8 +25,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 
 from orchestrator.config.mcpservers import McpServer
+from orchestrator.conversation import ToolResult
 from orchestrator.mcpclient.results import scrub_value, to_tool_result
-from orchestrator.runlog.events import ToolResult
 from orchestrator.tools.base import failure
 
 __all__ = ["MAX_RESTARTS", "McpConnection"]

@@ -9,7 +9,7 @@ from mcp import types
 
 from orchestrator.config.mcpservers import NAME_SEPARATOR
 from orchestrator.config.secrets import MIN_SCRUB_LENGTH, REDACTED
-from orchestrator.runlog.events import ToolResult
+from orchestrator.conversation import ToolResult
 from orchestrator.tools.base import failure, success
 
 __all__ = ["model_tool_name", "scrub_value", "to_tool_result"]

@@ -20,9 +20,9 @@ import trio
 from orchestrator.config import Settings
 from orchestrator.config.guild import ToolManifest
 from orchestrator.config.mcpservers import McpRef, McpResolved, parse_mcp_ref
+from orchestrator.conversation import ToolResult
 from orchestrator.mcpclient.connection import McpConnection
 from orchestrator.mcpclient.results import model_tool_name
-from orchestrator.runlog.events import ToolResult
 from orchestrator.tools.base import NativeTool, ToolContext
 
 __all__ = ["MIN_START_SECONDS", "McpTools", "open_mcp_tools", "referenced_servers"]

@@ -1,33 +1,32 @@
 """The run log's event schema: one tagged msgspec Struct per ``log.jsonl`` event type.
 
 Every line of ``log.jsonl`` is ``{"timestamp": ISO-8601, "type": <tag>, "payload": {...}}``. Writers
-build these Structs; readers decode lines into the generic ``LogRecord`` (so a log written by a newer
-version, with event types this one does not know, still reads).
+build these Structs; readers decode lines as plain dicts (``runlog.reader``), so a log written by a newer
+version, with event types this one does not know, still reads. The tags are the event-type names of
+``orchestrator.vocabulary``; the conversation shapes the payloads embed live in ``orchestrator.conversation``.
 
 Payload fields are camelCase on the wire (``Base`` policy); optional fields are omitted, never null.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from orchestrator import vocabulary as names
+from orchestrator.conversation import CardError, CardStatus, Message, ToolCall, ToolResult, Usage
 from orchestrator.schema import Base
 
 __all__ = [
     "EVENT_TYPES",
     "AgentCall",
     "AskHuman",
-    "CardError",
     "ContextBudgetExceeded",
     "ContextCompacted",
     "ContextPressure",
     "DepthExceeded",
     "EffortSet",
     "Event",
-    "FunctionCall",
     "HumanAnswer",
     "ImplicitFinish",
     "InquiryDropped",
@@ -39,93 +38,24 @@ __all__ = [
     "LlmRetry",
     "LlmRetryPayload",
     "LlmUnavailable",
-    "LogRecord",
-    "Message",
     "Observe",
     "OperatorNotice",
     "PlanModification",
     "Received",
-    "ResultCard",
     "RoleFinished",
     "RoleNotFound",
     "RoleStart",
     "RunEvent",
     "RunResumed",
-    "ToolCall",
     "ToolCallEvent",
-    "ToolResult",
     "ToolResultEvent",
     "UnknownTool",
-    "Usage",
 ]
-
-Status = Literal["success", "error", "needs_clarification"]
-
-
-# --- shapes shared by the conversation, the log and the checkpoint -------------------------------
-
-
-class FunctionCall(Base):
-    name: str
-    arguments: str
-
-
-class ToolCall(Base):
-    """One tool call as the model made it: ``arguments`` is the raw JSON string."""
-
-    id: str
-    function: FunctionCall
-    type: str = "function"
-
-
-class Message(Base):
-    """One conversation message. ``reasoning`` rides on assistant messages and is replayed every turn."""
-
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str = ""
-    reasoning: str | None = None
-    tool_calls: list[ToolCall] = []
-    tool_call_id: str | None = None
-
-
-class Usage(msgspec.Struct, kw_only=True, rename="camel"):
-    """Endpoint-reported token usage of one call; ``cachedPromptTokens`` only when reported."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-    cached_prompt_tokens: int | UnsetType = UNSET
-
-
-class CardError(Base):
-    kind: str
-    message: str | None = None
-    details: Any = None
-
-
-class ResultCard(Base):
-    """What a role returns to its caller (the ``finish`` tool's arguments, validated)."""
-
-    status: Status
-    summary: str
-    artifacts: list[str] = []
-    error: CardError | None = None
-
-
-class ToolResult(Base):
-    """A tool's outcome: ``{kind: "success", data}`` or ``{kind, message, details}``."""
-
-    kind: str
-    data: Any = UNSET
-    message: str | UnsetType = UNSET
-    details: Any = UNSET
-
-    @property
-    def ok(self) -> bool:
-        return self.kind == "success"
 
 
 class Received(Base):
+    """What the model sent back in one call, as ``llm_call`` records it at the ``full`` level."""
+
     content: str = ""
     reasoning: str | None = None
     tool_calls: list[ToolCall] = []
@@ -149,7 +79,7 @@ class RoleStartPayload(Base):
     parent_role_id: str | None = None
 
 
-class RoleStart(Event, tag="role_start"):
+class RoleStart(Event, tag=names.ROLE_START):
     payload: RoleStartPayload
 
 
@@ -157,7 +87,7 @@ class EffortSetPayload(Base):
     effort: str
 
 
-class EffortSet(Event, tag="effort_set"):
+class EffortSet(Event, tag=names.EFFORT_SET):
     payload: EffortSetPayload
 
 
@@ -165,13 +95,13 @@ class RoleFinishedPayload(Base):
     role: str
     role_id: str
     depth: int
-    status: Status
+    status: CardStatus
     summary: str | None = None
     error: CardError | None = None
     parent: str | None = None
 
 
-class RoleFinished(Event, tag="role_finished"):
+class RoleFinished(Event, tag=names.ROLE_FINISHED):
     payload: RoleFinishedPayload
 
 
@@ -181,7 +111,7 @@ class AgentCallPayload(Base):
     depth: int
 
 
-class AgentCall(Event, tag="agent_call"):
+class AgentCall(Event, tag=names.AGENT_CALL):
     payload: AgentCallPayload
 
 
@@ -190,7 +120,7 @@ class RoleRef(Base):
     role_id: str
 
 
-class LlmCallStart(Event, tag="llm_call_start"):
+class LlmCallStart(Event, tag=names.LLM_CALL_START):
     payload: RoleRef
 
 
@@ -207,7 +137,7 @@ class LlmRetryPayload(Base):
     delay_seconds: float
 
 
-class LlmRetry(Event, tag="llm_retry"):
+class LlmRetry(Event, tag=names.LLM_RETRY):
     payload: LlmRetryPayload
 
 
@@ -222,7 +152,7 @@ class LlmCallPayload(Base):
     finish_reason: str | UnsetType = UNSET
 
 
-class LlmCall(Event, tag="llm_call"):
+class LlmCall(Event, tag=names.LLM_CALL):
     payload: LlmCallPayload
 
 
@@ -233,7 +163,7 @@ class ToolCallPayload(Base):
     role_id: str | None = None
 
 
-class ToolCallEvent(Event, tag="tool_call"):
+class ToolCallEvent(Event, tag=names.TOOL_CALL):
     payload: ToolCallPayload
 
 
@@ -245,7 +175,7 @@ class ToolResultPayload(Base):
     role_id: str | None = None
 
 
-class ToolResultEvent(Event, tag="tool_result"):
+class ToolResultEvent(Event, tag=names.TOOL_RESULT):
     payload: ToolResultPayload
 
 
@@ -256,7 +186,7 @@ class DepthExceededPayload(Base):
     error: str
 
 
-class DepthExceeded(Event, tag="depth_exceeded"):
+class DepthExceeded(Event, tag=names.DEPTH_EXCEEDED):
     payload: DepthExceededPayload
 
 
@@ -265,7 +195,7 @@ class RoleNotFoundPayload(Base):
     parent: str | None = None
 
 
-class RoleNotFound(Event, tag="role_not_found"):
+class RoleNotFound(Event, tag=names.ROLE_NOT_FOUND):
     payload: RoleNotFoundPayload
 
 
@@ -279,7 +209,7 @@ class ContextCompactedPayload(Base):
     role_id: str | None = None
 
 
-class ContextCompacted(Event, tag="context_compacted"):
+class ContextCompacted(Event, tag=names.CONTEXT_COMPACTED):
     payload: ContextCompactedPayload
 
 
@@ -290,7 +220,7 @@ class ContextPressurePayload(Base):
     role_id: str | None = None
 
 
-class ContextPressure(Event, tag="context_pressure"):
+class ContextPressure(Event, tag=names.CONTEXT_PRESSURE):
     payload: ContextPressurePayload
 
 
@@ -306,23 +236,23 @@ class FailurePayload(Base):
     rejections: int | None = None
 
 
-class LlmUnavailable(Event, tag="llm_unavailable"):
+class LlmUnavailable(Event, tag=names.LLM_UNAVAILABLE):
     payload: FailurePayload
 
 
-class ContextBudgetExceeded(Event, tag="context_budget_exceeded"):
+class ContextBudgetExceeded(Event, tag=names.CONTEXT_BUDGET_EXCEEDED):
     payload: FailurePayload
 
 
-class ImplicitFinish(Event, tag="implicit_finish"):
+class ImplicitFinish(Event, tag=names.IMPLICIT_FINISH):
     payload: FailurePayload
 
 
-class UnknownTool(Event, tag="unknown_tool"):
+class UnknownTool(Event, tag=names.UNKNOWN_TOOL):
     payload: FailurePayload
 
 
-class InvalidToolCall(Event, tag="invalid_tool_call"):
+class InvalidToolCall(Event, tag=names.INVALID_TOOL_CALL):
     payload: FailurePayload
 
 
@@ -333,7 +263,7 @@ class InterruptPayload(Base):
     message: str | None = None
 
 
-class Interrupt(Event, tag="interrupt"):
+class Interrupt(Event, tag=names.INTERRUPT):
     payload: InterruptPayload
 
 
@@ -346,7 +276,7 @@ class InterruptResolvedPayload(Base):
     summary: str | None = None
 
 
-class InterruptResolved(Event, tag="interrupt_resolved"):
+class InterruptResolved(Event, tag=names.INTERRUPT_RESOLVED):
     payload: InterruptResolvedPayload
 
 
@@ -355,7 +285,7 @@ class InquiryDroppedPayload(Base):
     reason: str
 
 
-class InquiryDropped(Event, tag="inquiry_dropped"):
+class InquiryDropped(Event, tag=names.INQUIRY_DROPPED):
     payload: InquiryDroppedPayload
 
 
@@ -366,7 +296,7 @@ class PlanModificationPayload(Base):
     aborted: list[str] = []
 
 
-class PlanModification(Event, tag="plan_modification"):
+class PlanModification(Event, tag=names.PLAN_MODIFICATION):
     payload: PlanModificationPayload
 
 
@@ -376,7 +306,7 @@ class ObservePayload(Base):
     details: str
 
 
-class Observe(Event, tag="observe"):
+class Observe(Event, tag=names.OBSERVE):
     payload: ObservePayload
 
 
@@ -388,7 +318,7 @@ class AskHumanPayload(Base):
     role_id: str | None = None
 
 
-class AskHuman(Event, tag="ask_human"):
+class AskHuman(Event, tag=names.ASK_HUMAN):
     payload: AskHumanPayload
 
 
@@ -397,7 +327,7 @@ class HumanAnswerPayload(Base):
     answer: str
 
 
-class HumanAnswer(Event, tag="human_answer"):
+class HumanAnswer(Event, tag=names.HUMAN_ANSWER):
     payload: HumanAnswerPayload
 
 
@@ -407,7 +337,7 @@ class OperatorNoticePayload(Base):
     message: str
 
 
-class OperatorNotice(Event, tag="operator_notice"):
+class OperatorNotice(Event, tag=names.OPERATOR_NOTICE):
     payload: OperatorNoticePayload
 
 
@@ -416,7 +346,7 @@ class RunResumedPayload(Base):
     resumed_frames: int
 
 
-class RunResumed(Event, tag="run_resumed"):
+class RunResumed(Event, tag=names.RUN_RESUMED):
     payload: RunResumedPayload
 
 
@@ -454,11 +384,3 @@ EVENT_TYPES: frozenset[str] = frozenset(
     cls.__struct_config__.tag
     for cls in RunEvent.__args__  # type: ignore[attr-defined]
 )
-
-
-class LogRecord(msgspec.Struct, kw_only=True):
-    """Any log line, read generically: the envelope with an untyped payload."""
-
-    timestamp: str
-    type: str
-    payload: dict[str, Any] = {}

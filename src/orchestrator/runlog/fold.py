@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from orchestrator.vocabulary import LLM_CALL
+
 __all__ = ["fold_request", "instance_key"]
 
 
@@ -29,7 +31,7 @@ def fold_request(events: Sequence[Mapping[str, Any]], index: int) -> list[Any] |
     covered suffix only.
     """
     event = events[index]
-    if event.get("type") != "llm_call":
+    if event.get("type") != LLM_CALL:
         return None
     payload = event.get("payload") or {}
     sent = payload.get("sent")
@@ -42,7 +44,7 @@ def fold_request(events: Sequence[Mapping[str, Any]], index: int) -> list[Any] |
     while uncovered > 0 and i >= 0:
         earlier = events[i]
         i -= 1
-        if earlier.get("type") != "llm_call":
+        if earlier.get("type") != LLM_CALL:
             continue
         earlier_payload = earlier.get("payload") or {}
         if instance_key(earlier_payload) != key:

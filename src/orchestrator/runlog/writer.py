@@ -13,18 +13,15 @@ import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
 import msgspec
 from msgspec import UNSET
 
 from orchestrator.config.secrets import Redactor
 from orchestrator.runlog.events import LlmCall, RunEvent, ToolResultEvent
+from orchestrator.vocabulary import LogLevel
 
-__all__ = ["LogLevel", "RunLog", "apply_level", "utc_timestamp"]
-
-LogLevel = Literal["full", "standard"]
-
+__all__ = ["RunLog", "apply_level", "utc_timestamp"]
 
 def utc_timestamp() -> str:
     """ISO-8601 UTC timestamp with milliseconds, as every event and meta file carries."""

@@ -16,9 +16,9 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from orchestrator.engine.effort import Effort
 from orchestrator.engine.runfolder import TERMINAL_STATUSES
 from orchestrator.runsface.client import ServiceClient, ServiceUnavailable
+from orchestrator.vocabulary import Effort
 from orchestrator.workflow.stdio import serve_stdio
 
 __all__ = ["build_runs_server", "serve_runs_face"]

@@ -16,6 +16,7 @@ import trio
 
 from orchestrator.config import Settings
 from orchestrator.config.probe import refresh_model
+from orchestrator.conversation import ResultCard
 from orchestrator.engine.controls import RunControls
 from orchestrator.engine.reconcile import reconcile_runs
 from orchestrator.engine.runfolder import RunIdCollision, RunMeta, read_meta, runs_root
@@ -34,7 +35,6 @@ from orchestrator.engine.runner import (
 from orchestrator.engine.state import RunState
 from orchestrator.llm import LlmTimeouts
 from orchestrator.projectsettings import read_project_settings, resolve_effort, resolve_log_level
-from orchestrator.runlog.events import ResultCard
 from orchestrator.service import queue as q
 from orchestrator.service.active import ActiveRun
 from orchestrator.service.briefing import cancelled_since, completed_since, interim_briefing

@@ -26,9 +26,7 @@ import msgspec
 
 from orchestrator.engine.runfolder import RUN_ID_PATTERN, TERMINAL_STATUSES, RunMeta
 from orchestrator.service.queue_items import (
-    EFFORTS,
     LIVE_STATUSES,
-    LOG_LEVELS,
     PARK_PREFIX,
     STATUSES,
     InvalidQueueBody,
@@ -46,9 +44,7 @@ from orchestrator.service.queue_items import (
 )
 
 __all__ = [
-    "EFFORTS",
     "LIVE_STATUSES",
-    "LOG_LEVELS",
     "PARK_PREFIX",
     "STATUSES",
     "TRANSITIONS",

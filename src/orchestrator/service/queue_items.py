@@ -8,17 +8,14 @@ from typing import ClassVar, Literal
 from orchestrator.engine.runfolder import RUN_ID_PATTERN
 from orchestrator.errors import OrchestratorError
 from orchestrator.schema import Base
+from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS, Effort, LogLevel
 
 __all__ = [
-    "EFFORTS",
     "LIVE_STATUSES",
-    "LOG_LEVELS",
     "PARK_PREFIX",
     "STATUSES",
-    "EffortTier",
     "InvalidQueueBody",
     "ItemStatus",
-    "LogLevelName",
     "QueueError",
     "QueueFile",
     "QueueItem",
@@ -32,11 +29,7 @@ __all__ = [
 ]
 
 ItemStatus = Literal["waiting", "active", "needs_input", "done", "error", "cancelled"]
-EffortTier = Literal["quick", "standard", "thorough"]
-LogLevelName = Literal["full", "standard"]
 STATUSES: frozenset[str] = frozenset(ItemStatus.__args__)  # type: ignore[attr-defined]
-EFFORTS: frozenset[str] = frozenset(EffortTier.__args__)  # type: ignore[attr-defined]
-LOG_LEVELS: frozenset[str] = frozenset(LogLevelName.__args__)  # type: ignore[attr-defined]
 #: Statuses that no pruning, move or repair may ever drop from the file.
 LIVE_STATUSES: frozenset[str] = frozenset({"waiting", "active", "needs_input"})
 #: How a parked run's card summary reads: ``PARK_PREFIX + question``. The question reaches the queue typed
@@ -68,8 +61,8 @@ class QueueItem(Base, frozen=True, kw_only=True):
 
     id: str
     task: str
-    effort: EffortTier | None = None
-    log_level: LogLevelName | None = None
+    effort: Effort | None = None
+    log_level: LogLevel | None = None
     continues_from: str | None = None
     status: ItemStatus
     run_id: str | None = None
@@ -148,7 +141,7 @@ def check_task(task: str) -> None:
 
 
 def check_tier(effort: str | None, log_level: str | None = None) -> None:
-    if effort is not None and effort not in EFFORTS:
+    if effort is not None and effort not in EFFORT_TIERS:
         raise InvalidQueueBody(f"effort must be one of quick, standard, thorough, got {effort!r}")
     if log_level is not None and log_level not in LOG_LEVELS:
         raise InvalidQueueBody(f"logLevel must be full or standard, got {log_level!r}")

@@ -13,7 +13,7 @@ from typing import Any
 
 from msgspec import UNSET
 
-from orchestrator.runlog.events import ResultCard, ToolResult
+from orchestrator.conversation import ResultCard, ToolResult
 
 __all__ = ["NativeTool", "ToolContext", "ToolError", "ToolOutcome", "failure", "success"]
 

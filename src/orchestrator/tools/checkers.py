@@ -23,7 +23,7 @@ from typing import Any
 
 import trio
 
-from orchestrator.runlog.events import ToolResult
+from orchestrator.conversation import ToolResult
 from orchestrator.tools.base import ToolContext, failure, success
 from orchestrator.tools.shell import ProcessRun, run_process, tool_env
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from orchestrator.runlog.events import ToolResult
+from orchestrator.conversation import ToolResult
 from orchestrator.tools.base import ToolContext, ToolError, success
 from orchestrator.tools.paths import Resolved, is_bookkeeping, resolve_path
 

@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from orchestrator.conversation import ToolResult
 from orchestrator.fsutil import atomic_write
-from orchestrator.runlog.events import ToolResult
 from orchestrator.tools.base import ToolContext, ToolError, success
 from orchestrator.tools.paths import ORCHESTRATION, workspace_root
 

@@ -14,7 +14,7 @@ import re
 import threading
 from typing import Any
 
-from orchestrator.runlog.events import ToolResult
+from orchestrator.conversation import ToolResult
 from orchestrator.tools.base import ToolContext, ToolError, success
 from orchestrator.tools.files import os_error
 from orchestrator.tools.paths import resolve_path, workspace_root

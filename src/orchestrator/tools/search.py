@@ -10,7 +10,7 @@ import re
 import threading
 from typing import Any
 
-from orchestrator.runlog.events import ToolResult
+from orchestrator.conversation import ToolResult
 from orchestrator.tools.base import ToolContext, ToolError, success
 from orchestrator.tools.files import os_error, sniff_binary
 from orchestrator.tools.paths import BOOKKEEPING_MESSAGE, ORCHESTRATION, resolve_path, workspace_root

@@ -20,7 +20,7 @@ from typing import Any
 import trio
 
 from orchestrator.config.secrets import tool_environment
-from orchestrator.runlog.events import ToolResult
+from orchestrator.conversation import ToolResult
 from orchestrator.tools.base import ToolContext, failure, success
 
 __all__ = ["STREAM_CAP", "Capture", "ProcessRun", "run_command", "run_process", "run_shell", "tool_env"]

@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema
 import msgspec
 
-from orchestrator.runlog.events import ToolResult
+from orchestrator.conversation import ToolResult
 from orchestrator.tools.base import failure
 
 __all__ = ["SchemaCache", "parse_arguments"]

@@ -28,7 +28,7 @@ import httpx
 import trio
 
 from orchestrator.config.secrets import DEFAULT_SECRETS_DIR, KAGI_KEY_FILES, KAGI_KEY_VARIABLE, read_secret
-from orchestrator.runlog.events import ToolResult
+from orchestrator.conversation import ToolResult
 from orchestrator.tools.base import ToolContext, ToolError, failure, success
 from orchestrator.tools.htmlmd import html_to_markdown
 from orchestrator.tools.netguard import ALLOW_PRIVATE_VARIABLE, AddressRefused, guarded_client

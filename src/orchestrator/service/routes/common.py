@@ -16,7 +16,6 @@ from quart import Response, request
 from orchestrator.service.etag import etag_of, matches
 
 __all__ = [
-    "LOG_LEVELS",
     "RunFolders",
     "conditional_json",
     "error_response",
@@ -27,8 +26,6 @@ __all__ = [
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
-#: The log levels a body may name (``logLevel``).
-LOG_LEVELS = ("full", "standard")
 
 
 def json_response(value: Any, status: int = 200) -> Response:

@@ -9,10 +9,10 @@ import msgspec
 from quart import Blueprint, Response
 
 from orchestrator.config import Settings
-from orchestrator.engine.effort import EFFORT_TIERS
 from orchestrator.projectsettings import ProjectSettings, read_project_settings, write_project_settings
 from orchestrator.service.core import Service
-from orchestrator.service.routes.common import LOG_LEVELS, error_response, json_response, optional_choice, read_body
+from orchestrator.service.routes.common import error_response, json_response, optional_choice, read_body
+from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS
 
 __all__ = ["config_blueprint", "config_view"]
 

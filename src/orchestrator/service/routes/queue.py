@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 import msgspec
 from quart import Blueprint, Response
 
-from orchestrator.engine.effort import EFFORT_TIERS
 from orchestrator.engine.runfolder import RunIdCollision
 from orchestrator.service import queue as q
 from orchestrator.service.core import Service
 from orchestrator.service.routes.common import error_response, json_response, optional_choice, read_body
+from orchestrator.vocabulary import EFFORT_TIERS
 
 __all__ = ["queue_blueprint"]
 

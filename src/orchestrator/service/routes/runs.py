@@ -7,12 +7,10 @@ from datetime import UTC, datetime
 
 from quart import Blueprint, Response
 
-from orchestrator.engine.effort import EFFORT_TIERS
 from orchestrator.engine.runfolder import RunIdCollision, read_meta
 from orchestrator.engine.runner import Continuation, InvalidContinuation, continuation_briefing
 from orchestrator.service.core import RunInProgress, Service
 from orchestrator.service.routes.common import (
-    LOG_LEVELS,
     RunFolders,
     conditional_json,
     error_response,
@@ -22,6 +20,7 @@ from orchestrator.service.routes.common import (
 )
 from orchestrator.service.runindex import RunIndexes
 from orchestrator.service.views import latest_run_id, list_runs, read_text, run_view
+from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS
 
 __all__ = ["runs_blueprint"]
 
