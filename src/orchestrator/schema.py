@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import msgspec
 
-__all__ = ["Base", "StrictBase", "validation_message"]
+__all__ = ["Base", "StrictBase"]
 
 
 class Base(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -22,7 +22,3 @@ class Base(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
 class StrictBase(Base, forbid_unknown_fields=True):
     """Strict base: unknown keys are rejected, naming the key and its path."""
 
-
-def validation_message(exc: msgspec.ValidationError | msgspec.DecodeError) -> str:
-    """msgspec's own message, which names the field and its ``$.path``."""
-    return str(exc)
