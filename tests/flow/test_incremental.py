@@ -11,10 +11,10 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.flow.fixtures import SCENARIOS
 from tests.flow.logs import at, log, start, tcall, tresult, usage
 
 from orchestrator.flow import FlowIndex, build_model, operation_details
-from orchestrator.flow.fixtures import SCENARIOS
 from orchestrator.runlog import read_events
 
 ROLES = ["o", "c", "h"]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from tests.flow.fixtures import SCENARIOS
+from tests.flow.scenarios import scenario_details, scenario_frame, scenario_manifest
 
-from orchestrator.flow import build_model, scenario_details, scenario_frame, scenario_manifest
-from orchestrator.flow.fixtures import SCENARIOS
+from orchestrator.flow import build_model
 from orchestrator.flow.state import epoch
 
 IDS = [s.id for s in SCENARIOS]

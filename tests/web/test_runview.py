@@ -15,6 +15,8 @@ from typing import Any
 
 import msgspec
 from playwright.sync_api import expect
+from tests.flow.fixtures import SCENARIOS
+from tests.flow.scenarios import scenario_frame
 from tests.web.harness import Shots, UiService, call, finish, turn
 from tests.web.runview_page import mount, open_host
 

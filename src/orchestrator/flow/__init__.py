@@ -3,7 +3,6 @@
 - ``build_model`` / ``fold`` + ``finalize``: the adapter (``adapter.py``) over ``FlowState``.
 - ``FlowIndex``: per-run incremental folding of ``log.jsonl`` (``incremental.py``).
 - ``operation_details``: an operation's Markdown detail body, on demand (``details.py``).
-- ``scenario_manifest`` / ``scenario_frame`` / ``scenario_details``: the demo harness (``scenarios.py``).
 
 See docs/visualization.md.
 """
@@ -19,7 +18,6 @@ from orchestrator.flow.model import (
     StackRecord,
     run_status,
 )
-from orchestrator.flow.scenarios import ScenarioSummary, scenario_details, scenario_frame, scenario_manifest
 from orchestrator.flow.state import FlowState
 
 __all__ = [
@@ -30,7 +28,6 @@ __all__ = [
     "Metrics",
     "Operation",
     "Participant",
-    "ScenarioSummary",
     "StackRecord",
     "build_model",
     "finalize",
@@ -38,7 +35,4 @@ __all__ = [
     "operation_details",
     "render_details",
     "run_status",
-    "scenario_details",
-    "scenario_frame",
-    "scenario_manifest",
 ]

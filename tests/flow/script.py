@@ -1,6 +1,6 @@
 """A tiny builder for synthetic run logs, shaped exactly like the engine's events.
 
-Used by the demo scenarios (and tests) so fixtures carry real payloads (``roleId``, ``depth``,
+Used by the scenarios (``fixtures.py``) so they carry real payloads (``roleId``, ``depth``,
 ``parent``, usage, raw argument strings) one second apart.
 """
 

@@ -1,4 +1,4 @@
-"""The demo harness: scenario manifest and per-frame models, through the production adapter.
+"""Scenario frames for tests: manifest and per-frame models, through the production adapter.
 
 Frame ``N`` of a scenario is the adapter's model over its events ``0..N`` with ``now`` = event ``N``'s
 time and the run ``running``. The last frame is derived the same way (a real run writes its terminal
@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from tests.flow.fixtures import SCENARIOS, Scenario
 
 from orchestrator.flow.adapter import finalize, fold
 from orchestrator.flow.details import operation_details
-from orchestrator.flow.fixtures import SCENARIOS, Scenario
 from orchestrator.flow.model import InteractionModel, Participant
 from orchestrator.flow.state import FlowState
 

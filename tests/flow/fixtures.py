@@ -1,4 +1,4 @@
-"""The demo harness's thirteen scenarios, as synthetic engine logs.
+"""Thirteen scenarios, as synthetic engine logs: the flow tests' and the run-view browser tests' data.
 
 Each scenario is a story told in events; the harness feeds its prefixes through the real adapter. Only
 events that change the model are authored (``agent`` tool events, ``agent_call``, ``interrupt_resolved``
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.flow.script import Script
+from tests.flow.script import Script
 
 __all__ = ["SCENARIOS", "Scenario"]
 
