@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from orchestrator.foundry.validate import CommandResult
 from orchestrator.fsutil import atomic_write
+from orchestrator.process import ProcessRun
 from orchestrator.runlog import read_events
 from orchestrator.vocabulary import LLM_CALL
 
@@ -47,7 +47,7 @@ class BenchResult:
     wall_time_seconds: float = 0.0
     reasons: list[str] = field(default_factory=list)
     #: Not in ``summary.json``: the validation command's output and where the run worked.
-    command: CommandResult | None = None
+    command: ProcessRun | None = None
     workspace: Path | None = None
     #: The Guild the run used when the service reports it (``--server``).
     guild_path: str | None = None

@@ -1,6 +1,6 @@
 """``typecheck`` and ``test``: one tool under two names, a bounded batch of ``sh -c`` commands.
 
-Each command runs in the workspace root through ``shell.run_process`` (the run_shell spawn path, so
+Each command runs in the workspace root through ``process.run_process`` (the run_shell spawn path, so
 with the same secret-stripped environment),
 one after the other, under a per-command timeout: the executor's default tool timeout, lowered (never
 raised) by ``timeoutSeconds``. Success is ``[{command, exitCode, stdout, stderr}]``; a non-zero exit
@@ -24,8 +24,9 @@ from typing import Any
 import trio
 
 from orchestrator.conversation import ToolResult
+from orchestrator.process import ProcessRun, run_process
 from orchestrator.tools.base import ToolContext, failure, success
-from orchestrator.tools.shell import ProcessRun, run_process, tool_env
+from orchestrator.tools.shell import tool_env
 
 __all__ = ["CHECK_STREAM_CAP", "MAX_COMMANDS", "per_command_timeout", "run_checks"]
 
