@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from hypothesis import strategies as st
+
 from orchestrator.flow import InteractionModel, Operation
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -64,3 +66,43 @@ def shapes(model: InteractionModel) -> list[tuple[str, str, str, str]]:
 
 def ids(model: InteractionModel) -> list[str]:
     return [p.id for p in model.participants]
+
+
+# --- random logs over a small vocabulary (hypothesis) ----------------------------------------------
+
+ROLES = ["o", "c", "h"]
+_role = st.sampled_from(ROLES)
+_payloads: dict[str, st.SearchStrategy[dict[str, Any]]] = {
+    "role_start": st.fixed_dictionaries(
+        {"role": _role, "roleId": st.sampled_from(["o-0-1", "c-1-2", "c-1-3", "h-0-4"])}
+    ),
+    "role_finished": st.fixed_dictionaries(
+        {"role": _role, "status": st.sampled_from(["success", "error", "needs_clarification"])},
+        optional={"roleId": st.sampled_from(["o-0-1", "c-1-2", "x"])},
+    ),
+    "tool_call": st.fixed_dictionaries({"role": _role, "tool": st.sampled_from(["t", "u", "agent", "finish"])}),
+    "tool_result": st.fixed_dictionaries(
+        {
+            "role": _role,
+            "tool": st.sampled_from(["t", "u", "ask_human"]),
+            "kind": st.sampled_from(["success", "timeout"]),
+        }
+    ),
+    "llm_call_start": st.fixed_dictionaries({"role": _role}),
+    "llm_call": st.fixed_dictionaries(
+        {"role": _role, "usage": st.fixed_dictionaries({"totalTokens": st.integers(0, 9)})}
+    ),
+    "interrupt": st.fixed_dictionaries(
+        {"trigger": st.sampled_from(["loop_check", "inquiry"])}, optional={"message": st.text(max_size=3)}
+    ),
+    "interrupt_resolved": st.just({"action": "continue"}),
+    "observe": st.fixed_dictionaries({"role": _role, "details": st.just("x")}),
+    "terminate": st.fixed_dictionaries({"role": _role}),
+    "ask_human": st.fixed_dictionaries({"id": st.sampled_from(["q1", "q2"]), "question": st.just("?")}),
+    "human_answer": st.fixed_dictionaries({"id": st.sampled_from(["q1", "q2"]), "answer": st.just("!")}),
+    "run_resumed": st.just({"runId": "r", "resumedFrames": 1}),
+    "effort_set": st.just({"effort": "quick"}),
+}
+_event = st.sampled_from(sorted(_payloads)).flatmap(lambda kind: st.tuples(st.just(kind), _payloads[kind]))
+#: Logs of up to 40 events over every kind the adapter reads, payloads sometimes partial.
+random_logs = st.lists(_event, max_size=40).map(lambda entries: log(*entries))

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.flow.logs import at, done, ids, interrupt, log, shapes, start, tcall, think, tresult, usage
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.flow.logs import at, done, ids, interrupt, log, random_logs, shapes, start, tcall, think, tresult, usage
 
 from orchestrator.flow import build_model
 
@@ -308,3 +310,33 @@ def test_interrupt_counter_is_shared_by_every_trigger() -> None:
         ("interrupt-1-stack", "human:asker:1"),
         ("interrupt-2-stack", "interrupt:2"),
     ]
+
+
+# --- any log at all ----------------------------------------------------------------------------------
+
+
+def _check_well_formed(events: list[dict[str, Any]], meta: str) -> None:
+    model = build_model(events, meta_status=meta, now=at(len(events)))
+    participants = {p.id for p in model.participants}
+    stacks = {s.id for s in model.stacks}
+    in_flight: dict[str, int] = {}
+    for n, op in enumerate(model.operations, 1):
+        assert op.id == f"op-{n}"
+        assert {op.source, op.destination} <= participants and op.stack in stacks
+        assert (op.outcome is not None) == (op.kind == "return")
+        assert (op.metrics is not None) == (op.kind == "call")
+        assert (op.settled_at is None) == (op.lifecycle == "in_flight")
+        if op.kind in ("observe", "terminate"):
+            assert op.settled_at == op.started_at
+        if op.lifecycle == "in_flight":
+            in_flight[op.stack] = in_flight.get(op.stack, 0) + 1
+    assert all(count <= 1 for count in in_flight.values()), in_flight
+    if meta == "success":
+        assert not in_flight
+    assert model.active_stack in stacks and model.active_participant in participants
+
+
+@settings(max_examples=200, deadline=None)
+@given(random_logs, st.sampled_from(["running", "success"]))
+def test_any_log_folds_into_a_well_formed_model(events: list[dict[str, Any]], meta: str) -> None:
+    _check_well_formed(events, meta)

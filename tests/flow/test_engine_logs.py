@@ -12,8 +12,9 @@ from tests.helpers import make_settings
 from orchestrator.engine.interrupts import InterruptQueue
 from orchestrator.engine.runfolder import read_meta
 from orchestrator.engine.runner import RunRequest, RunServices, execute_run
-from orchestrator.flow import FlowIndex, FlowState, build_model, fold, operation_details
+from orchestrator.flow import FlowState, build_model, fold, operation_details
 from orchestrator.runlog import read_events
+from orchestrator.service.runindex import RunIndex
 
 ROLES = {
     "lead": ["agent", "ask_human", "finish"],
@@ -138,13 +139,16 @@ async def test_delegation_and_tool_calls_from_a_real_run(tmp_path: Path, sim_for
     assert operation_details(events, state, "op-3") == '```json\n{\n  "command": "echo one"\n}\n```'
     assert '"exitCode": 0' in (operation_details(events, state, "op-4") or "")
     # The incremental index, polled once per line, ends where the whole-log adapter does.
-    index, log_path, lines = FlowIndex(), tmp_path / "replay.jsonl", (outcome.run_dir / "log.jsonl").read_bytes()
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    index, log_path, lines = RunIndex(replay), replay / "log.jsonl", (outcome.run_dir / "log.jsonl").read_bytes()
     log_path.write_bytes(b"")
     for line in lines.splitlines(keepends=True):
         with log_path.open("ab") as handle:
             handle.write(line)
-        index.update(log_path)
-    assert index.model("success", read_meta(outcome.run_dir).end_time or "") == model  # type: ignore[union-attr]
+        index.update()
+    served = index.model("success", read_meta(outcome.run_dir).end_time or "")  # type: ignore[union-attr]
+    assert msgspec.structs.replace(served, totals=[]) == model
     assert msgspec.json.encode(index.model("running", "x"))  # encodable as served
 
 

@@ -1,7 +1,6 @@
 """The run's flow model: log events → ``InteractionModel`` (pure), kept current incrementally.
 
 - ``build_model`` / ``fold`` + ``finalize``: the adapter (``adapter.py``) over ``FlowState``.
-- ``FlowIndex``: per-run incremental folding of ``log.jsonl`` (``incremental.py``).
 - ``operation_details``: an operation's Markdown detail body, on demand (``details.py``).
 
 See docs/visualization.md.
@@ -9,7 +8,6 @@ See docs/visualization.md.
 
 from orchestrator.flow.adapter import CONTROL_TOOLS, build_model, finalize, fold
 from orchestrator.flow.details import operation_details, render_details
-from orchestrator.flow.incremental import FlowIndex
 from orchestrator.flow.model import (
     InteractionModel,
     Metrics,
@@ -22,7 +20,6 @@ from orchestrator.flow.state import FlowState
 
 __all__ = [
     "CONTROL_TOOLS",
-    "FlowIndex",
     "FlowState",
     "InteractionModel",
     "Metrics",

@@ -1,7 +1,7 @@
 """Log events → ``InteractionModel``: a one-pass fold plus a cheap finalization.
 
 ``build_model`` is the pure entry point. It is ``finalize(fold(fold(FlowState(), e0), e1) ..., ...)``,
-so a caller holding the state (``FlowIndex``) can fold only the events appended since its last look.
+so a caller holding the state (the service's ``RunIndex``) can fold only the events appended since its last look.
 ``fold`` mutates and returns the state it is given; ``finalize`` never mutates it. Malformed events
 (wrong payload types, missing fields) are skipped, never fatal: the log is evidence.
 """

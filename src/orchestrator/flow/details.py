@@ -24,7 +24,7 @@ __all__ = ["EventSource", "operation_details", "render_details"]
 
 
 class EventSource(Protocol):
-    """Anything that can fetch one log event by index (``FlowIndex`` reads it from disk)."""
+    """Anything that can fetch one log event by index (the service's ``RunIndex`` reads it from disk)."""
 
     def event_at(self, index: int) -> Mapping[str, Any] | None: ...
 
@@ -102,7 +102,7 @@ def operation_details(
 ) -> str | None:
     """The detail body of ``operation_id`` in the model ``state`` was folded into.
 
-    ``source`` is the event list the state was folded from (or a ``FlowIndex``). Raises ``KeyError``
+    ``source`` is the event list the state was folded from (or a ``RunIndex``). Raises ``KeyError``
     when the id names no operation of this state (e.g. a stale id from a later frame).
     """
     match = re.fullmatch(r"op-([1-9][0-9]*)", operation_id)

@@ -11,9 +11,20 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["read_events"]
+__all__ = ["decode_line", "read_events"]
 
 _decoder = msgspec.json.Decoder(dict[str, Any])
+
+
+def decode_line(line: bytes) -> dict[str, Any] | None:
+    """One log line as an event dict; ``None`` when blank, corrupt or without a string ``type``."""
+    if not line.strip():
+        return None
+    try:
+        record = _decoder.decode(line)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return record if isinstance(record.get("type"), str) else None
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
@@ -22,14 +33,4 @@ def read_events(path: Path) -> list[dict[str, Any]]:
         data = path.read_bytes()
     except FileNotFoundError:
         return []
-    events: list[dict[str, Any]] = []
-    for line in data.split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            record = _decoder.decode(line)
-        except (msgspec.DecodeError, RecursionError):
-            continue
-        if isinstance(record.get("type"), str):
-            events.append(record)
-    return events
+    return [event for line in data.split(b"\n") if (event := decode_line(line)) is not None]

@@ -20,7 +20,7 @@ import trio
 
 from orchestrator.flow import FlowState, InteractionModel, finalize, fold, operation_details
 from orchestrator.flow.calltree import CallTree, TreeState, Waterfall, call_tree, fold_tree, totals, waterfall
-from orchestrator.flow.incremental import decode_line
+from orchestrator.runlog.reader import decode_line
 from orchestrator.service.logwindow import RECENT_ROWS, RunAggregate
 
 __all__ = ["RunIndex", "RunIndexes"]

@@ -14,9 +14,9 @@ import trio
 
 from orchestrator.config import Settings
 from orchestrator.conversation import Message, ResultCard
-from orchestrator.flow.incremental import decode_line
 from orchestrator.fsutil import atomic_write
 from orchestrator.llm import LlmClient, LlmTimeouts, Turn, build_request
+from orchestrator.runlog.reader import decode_line
 
 __all__ = ["derived_summary", "first_line", "interrupt_history", "summarize_run", "write_summary"]
 
