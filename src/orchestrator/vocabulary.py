@@ -1,4 +1,5 @@
-"""Names every layer agrees on, defined once: effort tiers, run-log levels and run-log event types.
+"""Names every layer agrees on, defined once: effort tiers, run-log levels, run-log event types and
+the JSON type names that validation messages use.
 
 A leaf module (it imports nothing of the project). The CLI, the HTTP API, the queue, project
 settings, the engine and the run log all accept or emit these exact strings; they are part of the
@@ -7,7 +8,7 @@ wire, log and checkpoint formats, so a value here never changes meaning.
 
 from __future__ import annotations
 
-from typing import Final, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 __all__ = [
     "AGENT_CALL",
@@ -42,6 +43,7 @@ __all__ = [
     "UNKNOWN_TOOL",
     "Effort",
     "LogLevel",
+    "json_type",
 ]
 
 #: A run's quality tier: the entry role is told it, and loop checks scale with it.
@@ -83,3 +85,28 @@ OPERATOR_NOTICE: Final = "operator_notice"
 RUN_RESUMED: Final = "run_resumed"
 #: A handler ended its target role. The flow view and the log window read it; no writer emits it yet.
 TERMINATE: Final = "terminate"
+
+
+# --- JSON type names ---------------------------------------------------------------------------------
+
+
+def json_type(value: Any, *, integer: bool = False) -> str:
+    """The JSON Schema type name of a decoded JSON value, as "expected X, got Y" messages say it.
+
+    ``null``, ``boolean``, ``number``, ``string``, ``array``, ``object``; with ``integer``, a whole
+    number (``3`` or ``3.0``) is ``integer``. A value JSON cannot hold is named by its Python type.
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        whole = isinstance(value, int) or value.is_integer()
+        return "integer" if integer and whole else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__

@@ -16,7 +16,6 @@ from tests.service.test_logwindow import Log, delegation_log, indices
 
 from orchestrator.conversation import CardError, ResultCard
 from orchestrator.engine.runfolder import RunMeta, read_meta, runs_root, write_meta
-from orchestrator.service.human import PendingQuestion
 from orchestrator.service.views import (
     RunAggregate,
     aggregate,
@@ -27,7 +26,6 @@ from orchestrator.service.views import (
     load_run,
     log_text,
     log_window,
-    question_entries,
     run_list_entry,
     run_view,
     tool_verdicts,
@@ -446,19 +444,6 @@ def test_text_export_is_one_tab_separated_line_per_event() -> None:
         f"{log.events[2]['timestamp']}\tllm_call_start\tlead · model turn sent\n"
     )
     assert log_text('bad"id/..', [])[1] == "bad_id_...log"
-
-
-def test_question_entries_shape_pending_questions() -> None:
-    pending = [
-        PendingQuestion("q1", "Which?", None, asked_at="2026-01-01T00:00:00.000Z"),
-        PendingQuestion("q2", "Why?", "because", asked_at="2026-01-01T00:00:01.000Z"),
-        {"id": "q3", "question": "How?", "context": "", "askedAt": "2026-01-01T00:00:02.000Z"},
-    ]
-    assert question_entries(pending) == [
-        {"id": "q1", "question": "Which?", "askedAt": "2026-01-01T00:00:00.000Z"},
-        {"id": "q2", "question": "Why?", "askedAt": "2026-01-01T00:00:01.000Z", "context": "because"},
-        {"id": "q3", "question": "How?", "askedAt": "2026-01-01T00:00:02.000Z"},
-    ]
 
 
 # --- property: incremental folding equals folding at once ----------------------------------------------

@@ -16,6 +16,8 @@ from typing import Any
 
 import msgspec
 
+from orchestrator.vocabulary import json_type
+
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
     "EvalSpec",
@@ -62,20 +64,6 @@ class EvalSpecError(ValueError):
         super().__init__(f"{source}: " + "; ".join(self.problems))
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _key_path(parent: str, key: str) -> str:
     """``parent.key`` for identifier-like keys, else ``parent["the key"]`` (JSON-quoted)."""
     if _IDENTIFIER.match(key):
@@ -99,7 +87,7 @@ class _Checker:
             return None
         value = obj[key]
         if not isinstance(value, str):
-            self.fail(path, f"expected a string, got {_kind(value)}")
+            self.fail(path, f"expected a string, got {json_type(value)}")
             return None
         if not value.strip():
             self.fail(path, "must not be empty")
@@ -111,7 +99,7 @@ class _Checker:
             return None
         value = obj[key]
         if isinstance(value, bool) or not isinstance(value, int | float):
-            self.fail(path, f"expected a finite number, got {_kind(value)}")
+            self.fail(path, f"expected a finite number, got {json_type(value)}")
             return None
         if not math.isfinite(value):
             self.fail(path, "expected a finite number")
@@ -120,12 +108,12 @@ class _Checker:
 
     def strings(self, value: Any, path: str) -> tuple[str, ...] | None:
         if not isinstance(value, list):
-            self.fail(path, f"expected an array of strings, got {_kind(value)}")
+            self.fail(path, f"expected an array of strings, got {json_type(value)}")
             return None
         good = True
         for index, item in enumerate(value):
             if not isinstance(item, str):
-                self.fail(f"{path}[{index}]", f"expected a string, got {_kind(item)}")
+                self.fail(f"{path}[{index}]", f"expected a string, got {json_type(item)}")
                 good = False
         return tuple(value) if good else None
 
@@ -142,7 +130,7 @@ def _check_files(checker: _Checker, files: tuple[str, ...], path: str) -> tuple[
 
 def _check_validation(checker: _Checker, value: Any) -> ValidationSpec | None:
     if not isinstance(value, dict):
-        checker.fail("validation", f"expected an object, got {_kind(value)}")
+        checker.fail("validation", f"expected an object, got {json_type(value)}")
         return None
     before = len(checker.problems)
     command = checker.string(value, "command", "validation.command", required=True)
@@ -160,7 +148,7 @@ def _check_validation(checker: _Checker, value: Any) -> ValidationSpec | None:
             needles = checker.strings(raw, "validation.expectedStdoutContains") or ()
         else:
             checker.fail(
-                "validation.expectedStdoutContains", f"expected a string or an array of strings, got {_kind(raw)}"
+                "validation.expectedStdoutContains", f"expected a string or an array of strings, got {json_type(raw)}"
             )
     timeout = checker.number(value, "timeoutSeconds", "validation.timeoutSeconds")
     if timeout is not None and timeout <= 0:
@@ -179,11 +167,11 @@ def _check_validation(checker: _Checker, value: Any) -> ValidationSpec | None:
 
 def _check_responses(checker: _Checker, value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
-        checker.fail("humanResponses", f"expected an object of question → answer strings, got {_kind(value)}")
+        checker.fail("humanResponses", f"expected an object of question → answer strings, got {json_type(value)}")
         return {}
     for question, answer in value.items():
         if not isinstance(answer, str):
-            checker.fail(_key_path("humanResponses", question), f"expected a string, got {_kind(answer)}")
+            checker.fail(_key_path("humanResponses", question), f"expected a string, got {json_type(answer)}")
     return {q: a for q, a in value.items() if isinstance(a, str)}
 
 
@@ -196,7 +184,7 @@ def parse_eval(data: bytes | str, source: str = "eval.json") -> EvalSpec:
     except (ValueError, RecursionError) as exc:
         raise EvalSpecError([f"(root): not valid JSON ({exc})"], source) from None
     if not isinstance(document, dict):
-        raise EvalSpecError([f"(root): expected a JSON object, got {_kind(document)}"], source)
+        raise EvalSpecError([f"(root): expected a JSON object, got {json_type(document)}"], source)
     checker = _Checker()
     task_type = checker.string(document, "taskType", "taskType", required=True)
     description = checker.string(document, "description", "description", required=True)

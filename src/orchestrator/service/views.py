@@ -42,7 +42,6 @@ __all__ = [
     "log_text",
     "log_window",
     "parse_window_params",
-    "question_entries",
     "read_text",
     "render_line",
     "run_list_entry",
@@ -262,30 +261,6 @@ def run_view(
         "budgets": _budgets(agg, meta, live, now),
         "interruptPending": interrupt_pending,
     }
-
-
-def question_entries(pending: Iterable[Any]) -> list[dict[str, Any]]:
-    """``GET /api/questions``: ``{id, question, context?, askedAt}`` per pending question, in order.
-
-    Items are mappings (``askedAt`` or ``asked_at``) or objects with ``id``/``question``/``context``/
-    ``asked_at`` attributes (``service.human.PendingQuestion``); an empty context is omitted.
-    """
-    out: list[dict[str, Any]] = []
-    for item in pending:
-        if isinstance(item, Mapping):
-            get = item.get
-            asked = get("askedAt", get("asked_at"))
-        else:
-
-            def get(key: str, default: Any = None, _item: Any = item) -> Any:
-                return getattr(_item, key, default)
-
-            asked = get("asked_at")
-        entry = {"id": get("id"), "question": get("question"), "askedAt": asked}
-        if get("context"):
-            entry["context"] = get("context")
-        out.append(entry)
-    return out
 
 
 # --- the log window --------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from orchestrator.vocabulary import json_type
 from orchestrator.workflow.errors import (
     ActivityNotFoundError,
     WorkflowCheckpointError,
@@ -58,7 +59,6 @@ __all__ = [
     "ToolSpec",
     "content_hash",
     "type_check",
-    "value_type",
 ]
 
 MAX_PARENT_DEPTH = 5
@@ -387,26 +387,9 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def value_type(value: Any) -> str:
-    """The declared-type vocabulary name of a JSON value (``null`` for ``None``)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
 def type_check(declared: str, value: Any) -> tuple[str, bool]:
     """(value type, mismatch?) against a declared type; a ``{placeholder}`` string never mismatches."""
-    actual = value_type(value)
+    actual = json_type(value)
     if isinstance(value, str) and _PLACEHOLDER.match(value):
         return actual, False
     return actual, actual != declared

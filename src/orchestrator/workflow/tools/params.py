@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from orchestrator.vocabulary import json_type
 from orchestrator.workflow.errors import ParameterError
 
 __all__ = [
@@ -155,7 +156,7 @@ def _check_path(value: str, path: str) -> None:
 def _check(value: Any, schema: Schema, path: str) -> None:
     kind = schema.get("type")
     if kind is not None and not _type_ok(value, kind):
-        raise _fail(path, f"expected {kind}, got {_kind_of(value)}")
+        raise _fail(path, f"expected {kind}, got {json_type(value, integer=True)}")
     if schema.get("format") == "path" and isinstance(value, str):
         _check_path(value, path)
     if "enum" in schema and value not in schema["enum"]:
@@ -192,13 +193,6 @@ def _check_object(value: Mapping[str, Any], schema: Schema, path: str) -> None:
     for key, sub in props.items():
         if key in value and value[key] is not None:
             _check(value[key], sub, f"{path}.{key}" if path else key)
-
-
-def _kind_of(value: Any) -> str:
-    for name in _TYPES:
-        if _type_ok(value, name):
-            return name
-    return "null" if value is None else type(value).__name__
 
 
 def validate_args(arguments: Mapping[str, Any] | None, schema: Schema) -> dict[str, Any]:
