@@ -15,8 +15,8 @@ from tests.flow.fixtures import SCENARIOS, Scenario
 
 from orchestrator.flow.adapter import finalize, fold
 from orchestrator.flow.details import operation_details
+from orchestrator.flow.foldstate import FlowState
 from orchestrator.flow.model import InteractionModel, Participant
-from orchestrator.flow.state import FlowState
 
 __all__ = ["ScenarioSummary", "scenario_details", "scenario_frame", "scenario_manifest"]
 

@@ -9,7 +9,7 @@ from tests.flow.fixtures import SCENARIOS
 from tests.flow.scenarios import scenario_details, scenario_frame, scenario_manifest
 
 from orchestrator.flow import build_model
-from orchestrator.flow.state import epoch
+from orchestrator.flow.foldstate import epoch
 
 IDS = [s.id for s in SCENARIOS]
 

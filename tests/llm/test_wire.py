@@ -22,10 +22,10 @@ from orchestrator.llm.wire import (
     build_request,
     input_items,
 )
-from orchestrator.sim.events import ResponseMeta, build_stream
 from orchestrator.sim.matching import ResolvedUsage
 from orchestrator.sim.script import ToolCall as SimToolCall
 from orchestrator.sim.script import Turn as SimTurn
+from orchestrator.sim.sseframes import ResponseMeta, build_stream
 
 Deltas = list[tuple[str, str]]
 

@@ -8,6 +8,7 @@ See docs/visualization.md.
 
 from orchestrator.flow.adapter import CONTROL_TOOLS, build_model, finalize, fold
 from orchestrator.flow.details import operation_details, render_details
+from orchestrator.flow.foldstate import FlowState
 from orchestrator.flow.model import (
     InteractionModel,
     Metrics,
@@ -16,7 +17,6 @@ from orchestrator.flow.model import (
     StackRecord,
     run_status,
 )
-from orchestrator.flow.state import FlowState
 
 __all__ = [
     "CONTROL_TOOLS",

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, cast
 
 from orchestrator import vocabulary as names
+from orchestrator.flow.foldstate import CallRecord, FlowState, Frame, ReturnRecord, epoch
 from orchestrator.flow.model import (
     ACTIVE_STATUSES,
     MAIN_STACK,
@@ -23,7 +24,6 @@ from orchestrator.flow.model import (
     run_status,
 )
 from orchestrator.flow.outcome import OK, Verdict, classify_card, classify_tool_result
-from orchestrator.flow.state import CallRecord, FlowState, Frame, ReturnRecord, epoch
 
 __all__ = ["CONTROL_TOOLS", "build_model", "finalize", "fold"]
 

@@ -24,9 +24,9 @@ from typing import Any
 import msgspec
 
 from orchestrator import vocabulary as names
+from orchestrator.flow.foldstate import epoch
 from orchestrator.flow.model import TypeTotal
 from orchestrator.flow.outcome import Verdict, classify_card, classify_tool_result
-from orchestrator.flow.state import epoch
 
 __all__ = [
     "CallTree",

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from orchestrator import vocabulary as names
-from orchestrator.flow.state import FlowState
+from orchestrator.flow.foldstate import FlowState
 
 __all__ = ["EventSource", "operation_details", "render_details"]
 

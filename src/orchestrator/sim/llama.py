@@ -20,9 +20,9 @@ from typing import Any
 
 import msgspec
 
-from orchestrator.sim.events import SIM_EPOCH, ResponseMeta, SseEvent, StreamPlan, chunks
 from orchestrator.sim.matching import ResolvedUsage, SimRequest, tool_arguments
 from orchestrator.sim.script import SimScript, Turn
+from orchestrator.sim.sseframes import SIM_EPOCH, ResponseMeta, SseEvent, StreamPlan, chunks
 
 __all__ = [
     "LOADING_MESSAGE",

@@ -19,7 +19,6 @@ from hypercorn.trio import serve
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from orchestrator.sim.events import ResponseMeta, SseEvent, build_stream
 from orchestrator.sim.llama import LOADING_MESSAGE, build_llama_stream, llama_models, llama_props, request_problem
 from orchestrator.sim.matching import (
     SimRequest,
@@ -31,6 +30,7 @@ from orchestrator.sim.matching import (
     select_turn,
 )
 from orchestrator.sim.script import ScriptError, SimScript, ToolCall, Turn, parse_script
+from orchestrator.sim.sseframes import ResponseMeta, SseEvent, build_stream
 
 __all__ = ["SimState", "create_sim_app", "hypercorn_config", "serve_sim"]
 

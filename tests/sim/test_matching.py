@@ -11,7 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestrator.sim import parse_script
-from orchestrator.sim.events import chunks
 from orchestrator.sim.matching import (
     SimRequest,
     decode_request,
@@ -25,6 +24,7 @@ from orchestrator.sim.matching import (
     select_turn,
 )
 from orchestrator.sim.script import Expect, Turn, Usage
+from orchestrator.sim.sseframes import chunks
 
 
 def _req(**doc: Any) -> SimRequest:
