@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator import vocabulary as names
 from orchestrator.conversation import CardError
 from orchestrator.engine import events as ev
 from orchestrator.engine.checkpoint import CheckpointError, delete_checkpoint, load_checkpoint
@@ -100,9 +101,9 @@ def _meta_from_log(run_dir: Path, guild_path: str) -> RunMeta:
     for event in events:
         started = started or str(event.get("timestamp", ""))
         payload = event.get("payload") or {}
-        if event["type"] == "effort_set":
+        if event["type"] == names.EFFORT_SET:
             effort = str(payload.get("effort", effort))
-        if event["type"] == "role_start" and payload.get("depth") == 0:
+        if event["type"] == names.ROLE_START and payload.get("depth") == 0:
             task = str(payload.get("task", ""))
             break
     return RunMeta(
@@ -123,8 +124,8 @@ def missing_lifecycle_events(events: Sequence[dict[str, Any]], state: RunState) 
     kill between the two leaves the checkpoint ahead of the log by at most these events; writing them
     on resume keeps every instance at exactly one start and one finish.
     """
-    started = {e["payload"].get("roleId") for e in events if e["type"] == "role_start"}
-    finished = {e["payload"].get("roleId") for e in events if e["type"] == "role_finished"}
+    started = {e["payload"].get("roleId") for e in events if e["type"] == names.ROLE_START}
+    finished = {e["payload"].get("roleId") for e in events if e["type"] == names.ROLE_FINISHED}
     missing: list[RunEvent] = []
     for frame in state.frames:
         if frame.instance_id not in started:

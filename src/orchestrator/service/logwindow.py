@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator import vocabulary as names
 from orchestrator.runlog.fold import instance_key
 
 __all__ = [
@@ -35,9 +36,9 @@ LINE_CHARS = 200
 RECENT_ROWS = 200
 
 #: Turn events an instance owns (matched on roleId, else attributed by role name).
-TURN_TYPES = frozenset({"llm_call_start", "llm_call", "llm_unavailable", "context_budget_exceeded"})
+TURN_TYPES = frozenset({names.LLM_CALL_START, names.LLM_CALL, names.LLM_UNAVAILABLE, names.CONTEXT_BUDGET_EXCEEDED})
 #: Events whose ``role`` names an instance other than the actor; not counted in ``roles[]``.
-_NOT_ACTOR = frozenset({"observe", "terminate"})
+_NOT_ACTOR = frozenset({names.OBSERVE, names.TERMINATE})
 
 
 _EMPTY: Mapping[str, Any] = {}
@@ -93,48 +94,51 @@ def _plan_line(p: Mapping[str, Any]) -> str:
 
 # (subject, action) per event type; the subject defaults to the payload's role.
 _ACTIONS: dict[str, Callable[[Mapping[str, Any]], tuple[str | None, str]]] = {
-    "role_start": lambda p: (None, f"starts: {_head(p.get('task'))}"),
-    "role_finished": lambda p: (None, _role_finished(p)),
-    "effort_set": lambda p: ("run", f"effort {p.get('effort')}"),
-    "agent_call": lambda p: (p.get("parent"), f"delegates to {p.get('child')} (depth {p.get('depth')})"),
-    "llm_call_start": lambda p: (None, "model turn sent"),
-    "llm_retry": lambda p: (None, _tail(_retry_line(p), p.get("message"))),
-    "llm_call": lambda p: (None, _llm_call(p)),
-    "tool_call": lambda p: (None, f"calls {p.get('tool')}"),
-    "tool_result": lambda p: (None, f"{p.get('tool')} → {p.get('kind')}"),
-    "depth_exceeded": lambda p: (p.get("parent"), f"cannot delegate to {p.get('child')}: depth {p.get('depth')}"),
-    "role_not_found": lambda p: (p.get("parent") or "run", f"unknown role {p.get('roleName')}"),
-    "context_compacted": lambda p: (
+    names.ROLE_START: lambda p: (None, f"starts: {_head(p.get('task'))}"),
+    names.ROLE_FINISHED: lambda p: (None, _role_finished(p)),
+    names.EFFORT_SET: lambda p: ("run", f"effort {p.get('effort')}"),
+    names.AGENT_CALL: lambda p: (p.get("parent"), f"delegates to {p.get('child')} (depth {p.get('depth')})"),
+    names.LLM_CALL_START: lambda p: (None, "model turn sent"),
+    names.LLM_RETRY: lambda p: (None, _tail(_retry_line(p), p.get("message"))),
+    names.LLM_CALL: lambda p: (None, _llm_call(p)),
+    names.TOOL_CALL: lambda p: (None, f"calls {p.get('tool')}"),
+    names.TOOL_RESULT: lambda p: (None, f"{p.get('tool')} → {p.get('kind')}"),
+    names.DEPTH_EXCEEDED: lambda p: (p.get("parent"), f"cannot delegate to {p.get('child')}: depth {p.get('depth')}"),
+    names.ROLE_NOT_FOUND: lambda p: (p.get("parent") or "run", f"unknown role {p.get('roleName')}"),
+    names.CONTEXT_COMPACTED: lambda p: (
         None,
         f"context compacted (dropped {p.get('droppedMessages')} msgs, ~{p.get('estimatedPromptTokens')} tokens)",
     ),
-    "context_pressure": lambda p: (
+    names.CONTEXT_PRESSURE: lambda p: (
         None,
         f"context pressure ({p.get('promptTokens')} of {p.get('effectiveBudget')} tokens)",
     ),
-    "llm_unavailable": lambda p: (None, _tail("model unavailable", p.get("message"))),
-    "context_budget_exceeded": lambda p: (None, _tail("context budget exceeded", p.get("message"))),
-    "implicit_finish": lambda p: (None, _tail("implicit finish", p.get("message"))),
-    "unknown_tool": lambda p: (None, _tail(f"unknown tool {p.get('tool')}", p.get("message"))),
-    "invalid_tool_call": lambda p: (None, _tail(f"invalid call to {p.get('tool')}", p.get("message"))),
+    names.LLM_UNAVAILABLE: lambda p: (None, _tail("model unavailable", p.get("message"))),
+    names.CONTEXT_BUDGET_EXCEEDED: lambda p: (None, _tail("context budget exceeded", p.get("message"))),
+    names.IMPLICIT_FINISH: lambda p: (None, _tail("implicit finish", p.get("message"))),
+    names.UNKNOWN_TOOL: lambda p: (None, _tail(f"unknown tool {p.get('tool')}", p.get("message"))),
+    names.INVALID_TOOL_CALL: lambda p: (None, _tail(f"invalid call to {p.get('tool')}", p.get("message"))),
     "role_budget_exceeded": lambda p: (None, _tail("role budget exceeded", p.get("message"))),
     "global_budget_exceeded": lambda p: (p.get("role") or "run", _tail("global budget exceeded", p.get("message"))),
-    "run_resumed": lambda p: ("run", f"resumed ({p.get('resumedFrames')} frames)"),
-    "operator_notice": lambda p: ("operator", _tail(f"notice to {p.get('role')}", p.get("message"))),
-    "interrupt": lambda p: (
+    names.RUN_RESUMED: lambda p: ("run", f"resumed ({p.get('resumedFrames')} frames)"),
+    names.OPERATOR_NOTICE: lambda p: ("operator", _tail(f"notice to {p.get('role')}", p.get("message"))),
+    names.INTERRUPT: lambda p: (
         p.get("handler"),
         _tail(f"interrupts {p.get('target')} ({p.get('trigger')})", p.get("message")),
     ),
-    "interrupt_resolved": lambda p: (
+    names.INTERRUPT_RESOLVED: lambda p: (
         p.get("handler"),
         _tail(f"resolved {p.get('trigger')} of {p.get('target')}: {p.get('action')}", p.get("summary")),
     ),
-    "inquiry_dropped": lambda p: ("operator", _tail(f"inquiry dropped ({_text(p.get('reason'))})", p.get("message"))),
-    "plan_modification": lambda p: ("operator", _plan_line(p)),
-    "observe": lambda p: (p.get("details") or "observe", f"reads {p.get('role')} ({p.get('roleId')})"),
-    "terminate": lambda p: (None, _tail("terminated", p.get("details"))),
-    "ask_human": lambda p: (None, _tail("asks", p.get("question"))),
-    "human_answer": lambda p: ("human", _tail("answers", p.get("answer"))),
+    names.INQUIRY_DROPPED: lambda p: (
+        "operator",
+        _tail(f"inquiry dropped ({_text(p.get('reason'))})", p.get("message")),
+    ),
+    names.PLAN_MODIFICATION: lambda p: ("operator", _plan_line(p)),
+    names.OBSERVE: lambda p: (p.get("details") or "observe", f"reads {p.get('role')} ({p.get('roleId')})"),
+    names.TERMINATE: lambda p: (None, _tail("terminated", p.get("details"))),
+    names.ASK_HUMAN: lambda p: (None, _tail("asks", p.get("question"))),
+    names.HUMAN_ANSWER: lambda p: ("human", _tail("answers", p.get("answer"))),
 }
 
 
@@ -288,12 +292,12 @@ class RunAggregate:
             stats = self.roles[role] = RoleStats(role=role, first_seen=ts, last_seen=ts)
         stats.last_seen = ts
         stats.event_count += 1
-        if kind == "llm_call":
+        if kind == names.LLM_CALL:
             stats.llm_calls += 1
             prompt = as_mapping(p.get("usage")).get("promptTokens")
             if isinstance(prompt, int):
                 stats.last_prompt_tokens = prompt
-        elif kind == "tool_call":
+        elif kind == names.TOOL_CALL:
             stats.tool_calls += 1
             tool = str(p.get("tool"))
             stats.recent_tools = [tool, *(t for t in stats.recent_tools if t != tool)][:3]
@@ -332,8 +336,8 @@ class RunAggregate:
         inst = self.attribute(p)
         if inst is not None:
             inst.own.append(index)
-            inst.turn_open, inst.since = kind == "llm_call_start", ts
-        if kind == "llm_call":
+            inst.turn_open, inst.since = kind == names.LLM_CALL_START, ts
+        if kind == names.LLM_CALL:
             self.turns.setdefault(instance_key(p), []).append(index)
             usage = p.get("usage")
             if type(usage) is dict or isinstance(usage, Mapping):
@@ -349,11 +353,11 @@ class RunAggregate:
             inst.own.append(index)
 
     def _tool(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
-        if kind == "tool_call":
+        if kind == names.TOOL_CALL:
             self.tool_calls += 1
         inst = self.attribute(p)
         if inst is not None:
-            inst.tool_open, inst.since = (str(p.get("tool")) if kind == "tool_call" else None), ts
+            inst.tool_open, inst.since = (str(p.get("tool")) if kind == names.TOOL_CALL else None), ts
 
     def _ask_human(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
         qid = str(p.get("id"))
@@ -438,20 +442,20 @@ def _inquiry(index: int, ts: str, message: Any, handler: Any, target: Any, state
 
 _Handler = Callable[[RunAggregate, str, Mapping[str, Any], str, int], None]
 _HANDLERS: dict[str, _Handler] = {
-    "role_start": RunAggregate._role_start,
-    "role_finished": RunAggregate._role_finished,
+    names.ROLE_START: RunAggregate._role_start,
+    names.ROLE_FINISHED: RunAggregate._role_finished,
     **dict.fromkeys(TURN_TYPES, RunAggregate._turn),
-    "llm_retry": RunAggregate._retry,
-    "tool_call": RunAggregate._tool,
-    "tool_result": RunAggregate._tool,
-    "effort_set": RunAggregate._effort_set,
-    "ask_human": RunAggregate._ask_human,
-    "human_answer": RunAggregate._human_answer,
-    "interrupt": RunAggregate._interrupt,
-    "interrupt_resolved": RunAggregate._interrupt_resolved,
-    "inquiry_dropped": RunAggregate._inquiry_dropped,
-    "plan_modification": RunAggregate._plan_modification,
-    "run_resumed": RunAggregate._run_resumed,
+    names.LLM_RETRY: RunAggregate._retry,
+    names.TOOL_CALL: RunAggregate._tool,
+    names.TOOL_RESULT: RunAggregate._tool,
+    names.EFFORT_SET: RunAggregate._effort_set,
+    names.ASK_HUMAN: RunAggregate._ask_human,
+    names.HUMAN_ANSWER: RunAggregate._human_answer,
+    names.INTERRUPT: RunAggregate._interrupt,
+    names.INTERRUPT_RESOLVED: RunAggregate._interrupt_resolved,
+    names.INQUIRY_DROPPED: RunAggregate._inquiry_dropped,
+    names.PLAN_MODIFICATION: RunAggregate._plan_modification,
+    names.RUN_RESUMED: RunAggregate._run_resumed,
 }
 
 

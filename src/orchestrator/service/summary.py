@@ -12,6 +12,7 @@ from pathlib import Path
 import msgspec
 import trio
 
+from orchestrator import vocabulary as names
 from orchestrator.config import Settings
 from orchestrator.conversation import Message, ResultCard
 from orchestrator.fsutil import atomic_write
@@ -54,9 +55,9 @@ def interrupt_history(run_dir: Path) -> list[str]:
                 payload = event.get("payload") if event is not None else None
                 if event is None or not isinstance(payload, dict) or not isinstance(payload.get("message"), str):
                     continue
-                if event["type"] == "interrupt" and payload.get("trigger") == "inquiry":
+                if event["type"] == names.INTERRUPT and payload.get("trigger") == "inquiry":
                     history.append(f"inquiry: {first_line(payload['message'])}")
-                elif event["type"] == "plan_modification":
+                elif event["type"] == names.PLAN_MODIFICATION:
                     history.append(f"plan modification: {first_line(payload['message'])}")
     except OSError:
         pass

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from orchestrator import vocabulary as names
 from orchestrator.engine.runfolder import TERMINAL_STATUSES, RunMeta, read_meta, runs_root
 from orchestrator.flow.outcome import classify_tool_message
 from orchestrator.runlog import fold_request, read_events
@@ -302,7 +303,7 @@ def _row(events: Sequence[Event], index: int) -> dict[str, Any]:
         "type": event.get("type"),
         "payload": event.get("payload", {}),
     }
-    if row["type"] == "llm_call":
+    if row["type"] == names.LLM_CALL:
         verdicts = tool_verdicts(row["payload"])
         if verdicts:
             row["verdicts"] = verdicts
@@ -407,16 +408,16 @@ def event_detail(
     event = events[index]
     kind, p = event.get("type"), as_mapping(event.get("payload"))
     sections: dict[str, Any] = {}
-    if kind == "llm_call":
+    if kind == names.LLM_CALL:
         sent = _folded(events, index, agg)
         if sent is not None:
             sections["sent"] = sent
         sections.update({k: p[k] for k in ("received", "finishReason", "usage") if k in p})
-    elif kind == "tool_call" and "arguments" in p:
+    elif kind == names.TOOL_CALL and "arguments" in p:
         sections["arguments"] = _pretty(p["arguments"])
-    elif kind == "tool_result" and "result" in p:
+    elif kind == names.TOOL_RESULT and "result" in p:
         sections["result"] = p["result"]
-    elif kind == "role_finished":
+    elif kind == names.ROLE_FINISHED:
         sections.update({k: p[k] for k in ("summary", "error") if p.get(k) is not None})
     return {"index": index, "detailSections": sections or None}
 
