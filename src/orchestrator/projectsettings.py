@@ -13,7 +13,7 @@ import msgspec
 
 from orchestrator.fsutil import atomic_write
 from orchestrator.schema import Base
-from orchestrator.vocabulary import Effort, LogLevel
+from orchestrator.vocabulary import DEFAULT_EFFORT, DEFAULT_LOG_LEVEL, Effort, LogLevel
 
 __all__ = ["ProjectSettings", "read_project_settings", "resolve_effort", "resolve_log_level", "write_project_settings"]
 
@@ -44,8 +44,8 @@ def write_project_settings(workspace: Path, settings: ProjectSettings) -> None:
 
 
 def resolve_effort(requested: str | None, project: ProjectSettings) -> str:
-    return requested or project.effort or "standard"
+    return requested or project.effort or DEFAULT_EFFORT
 
 
 def resolve_log_level(requested: str | None, project: ProjectSettings, deployment_default: str | None) -> str:
-    return requested or project.log_level or deployment_default or "full"
+    return requested or project.log_level or deployment_default or DEFAULT_LOG_LEVEL

@@ -16,6 +16,8 @@ __all__ = [
     "CONTEXT_BUDGET_EXCEEDED",
     "CONTEXT_COMPACTED",
     "CONTEXT_PRESSURE",
+    "DEFAULT_EFFORT",
+    "DEFAULT_LOG_LEVEL",
     "DEPTH_EXCEEDED",
     "EFFORT_SET",
     "EFFORT_TIERS",
@@ -49,10 +51,14 @@ __all__ = [
 #: A run's quality tier: the entry role is told it, and loop checks scale with it.
 Effort = Literal["quick", "standard", "thorough"]
 EFFORT_TIERS: tuple[str, ...] = get_args(Effort)
+#: The tier of a run nobody chose one for.
+DEFAULT_EFFORT: Final = "standard"
 
 #: How much a run log keeps: ``full`` writes every payload; ``standard`` drops the bulky ones.
 LogLevel = Literal["full", "standard"]
 LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
+#: The level of a run when neither the run, the project nor the deployment sets one.
+DEFAULT_LOG_LEVEL: Final = "full"
 
 # --- run-log event types: the ``type`` of each ``log.jsonl`` line ----------------------------------
 

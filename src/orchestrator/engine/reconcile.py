@@ -97,7 +97,7 @@ def _mark_interrupted(run_dir: Path, meta: RunMeta | None, reason: str, guild_pa
 def _meta_from_log(run_dir: Path, guild_path: str) -> RunMeta:
     """Rebuild what a lost meta said from the log's first events (best effort)."""
     events = read_events(run_dir / "log.jsonl")
-    task, effort, started = "", "standard", ""
+    task, effort, started = "", names.DEFAULT_EFFORT, ""
     for event in events:
         started = started or str(event.get("timestamp", ""))
         payload = event.get("payload") or {}
@@ -111,7 +111,7 @@ def _meta_from_log(run_dir: Path, guild_path: str) -> RunMeta:
         task=task,
         status="running",
         effort=effort,
-        log_level="full",
+        log_level=names.DEFAULT_LOG_LEVEL,
         guild_path=guild_path,
         start_time=started or utc_timestamp(),
     )

@@ -20,7 +20,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.foundry.remote import ServiceError
 from orchestrator.foundry.report import render_table
 from orchestrator.foundry.runner import SuiteError, SuiteOptions, run_suite
-from orchestrator.vocabulary import EFFORT_TIERS
+from orchestrator.vocabulary import DEFAULT_EFFORT, EFFORT_TIERS
 
 __all__ = ["build_parser", "main"]
 
@@ -53,7 +53,7 @@ def build_parser(prog: str = "orchestrator bench") -> argparse.ArgumentParser:
         "--only", metavar="NAME", action="append", default=[], help="run only this benchmark (repeatable)"
     )
     parser.add_argument(
-        "--effort", choices=EFFORT_TIERS, default="standard", help="effort tier of every run (default standard)"
+        "--effort", choices=EFFORT_TIERS, default=DEFAULT_EFFORT, help="effort tier of every run (default standard)"
     )
     parser.add_argument(
         "--json", action="store_true", help="print the JSON report on stdout (the table goes to stderr)"

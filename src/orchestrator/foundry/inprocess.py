@@ -19,7 +19,7 @@ from orchestrator.engine.runner import RunOutcome, RunRequest, RunServices, exec
 from orchestrator.llm import timeouts_from_env
 from orchestrator.runlog.events import RoleStart, RunEvent
 from orchestrator.sim import SimScript, serve_sim
-from orchestrator.vocabulary import LogLevel
+from orchestrator.vocabulary import DEFAULT_LOG_LEVEL, LogLevel
 
 __all__ = ["RunRecord", "load_run_settings", "run_in_process", "sim_env"]
 
@@ -95,7 +95,7 @@ async def run_in_process(
     script: SimScript | None,
     run_timeout: float,
     on_phase: Callable[[str], None],
-    log_level: LogLevel = "full",
+    log_level: LogLevel = DEFAULT_LOG_LEVEL,
 ) -> RunRecord:
     """Run ``task`` on ``workspace`` once; a sim ``script``, when given, is the model for this run only.
 

@@ -34,6 +34,7 @@ from orchestrator.foundry.remote import (
 from orchestrator.foundry.report import BenchResult, SuiteSummary, new_out_dir, run_tokens, write_artifacts
 from orchestrator.foundry.validate import validate_workspace
 from orchestrator.sim import ScriptError, SimScript, load_script
+from orchestrator.vocabulary import DEFAULT_EFFORT
 
 __all__ = [
     "EVAL_FILE",
@@ -77,7 +78,7 @@ class SuiteOptions:
     deployment_file: Path
     env: Mapping[str, str]
     only: list[str] = field(default_factory=list)
-    effort: str = "standard"
+    effort: str = DEFAULT_EFFORT
     sim_solutions: bool = False
     server: str | None = None
     server_workspace: Path | None = None

@@ -19,7 +19,7 @@ from msgspec import UNSET
 
 from orchestrator.config.secrets import Redactor
 from orchestrator.runlog.events import LlmCall, RunEvent, ToolResultEvent
-from orchestrator.vocabulary import LogLevel
+from orchestrator.vocabulary import DEFAULT_LOG_LEVEL, LogLevel
 
 __all__ = ["RunLog", "apply_level", "utc_timestamp"]
 
@@ -53,7 +53,7 @@ class RunLog:
     (after the level filter) — used by the service for live views; a listener must not raise.
     """
 
-    def __init__(self, path: Path, level: LogLevel = "full", redactor: Redactor | None = None) -> None:
+    def __init__(self, path: Path, level: LogLevel = DEFAULT_LOG_LEVEL, redactor: Redactor | None = None) -> None:
         self.path = path
         self.level: LogLevel = level
         self.redactor = redactor or Redactor()
