@@ -1,4 +1,4 @@
-"""``read_events``: tolerant reading of a log a crash may have torn or something foreign may have
+"""``read_events`` and ``decode_line``: tolerant reading of a log a crash may have torn or something foreign may have
 written to."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.runlog.samples import sample_events, write_log
 
-from orchestrator.runlog.reader import read_events
+from orchestrator.runlog.reader import decode_line, read_events
 
 
 def test_a_missing_log_reads_as_empty(tmp_path: Path) -> None:
@@ -77,3 +77,13 @@ def test_arbitrary_bytes_appended_never_make_the_reader_raise(
     records = read_events(path)
     complete = data[:cut].count(b"\n")
     assert records[:complete] == [msgspec.to_builtins(e) for e in events[:complete]]
+
+
+def test_decode_line_keeps_typed_objects_only() -> None:
+    assert decode_line(b'{"timestamp": "t", "type": "role_start", "payload": {}}') == {
+        "timestamp": "t",
+        "type": "role_start",
+        "payload": {},
+    }
+    for line in (b"", b"  ", b'{"type": 3}', b'{"no": "type"}', b"[1, 2]", b'{"type": "x"', b"\xff"):
+        assert decode_line(line) is None, line
