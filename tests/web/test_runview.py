@@ -20,9 +20,6 @@ from tests.flow.scenarios import scenario_frame
 from tests.web.harness import Shots, UiService, call, finish, turn
 from tests.web.runview_page import mount, open_host
 
-from orchestrator.flow.fixtures import SCENARIOS
-from orchestrator.flow.scenarios import scenario_frame
-
 CODER_TEXT = "The coder writes the greeting file now. " * 4
 SCENARIO_EVENTS = {scenario.id: scenario.events for scenario in SCENARIOS}
 SLOW = {"chunkChars": 4, "chunkDelayMs": 45}  # about two seconds of streamed text
