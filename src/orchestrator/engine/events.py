@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from orchestrator import vocabulary as names
 from orchestrator.conversation import Message, ResultCard, ToolResult, Usage
 from orchestrator.engine.context import Compaction
 from orchestrator.engine.state import RoleFrame
@@ -40,11 +41,11 @@ __all__ = [
 ]
 
 _FAILURES: dict[str, type] = {
-    "llm_unavailable": e.LlmUnavailable,
-    "context_budget_exceeded": e.ContextBudgetExceeded,
-    "implicit_finish": e.ImplicitFinish,
-    "unknown_tool": e.UnknownTool,
-    "invalid_tool_call": e.InvalidToolCall,
+    names.LLM_UNAVAILABLE: e.LlmUnavailable,
+    names.CONTEXT_BUDGET_EXCEEDED: e.ContextBudgetExceeded,
+    names.IMPLICIT_FINISH: e.ImplicitFinish,
+    names.UNKNOWN_TOOL: e.UnknownTool,
+    names.INVALID_TOOL_CALL: e.InvalidToolCall,
 }
 
 

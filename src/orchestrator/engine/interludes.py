@@ -44,8 +44,8 @@ class Interludes:
     handed down as a callable) and falls back to ``limits``' backstop when a context handler fails.
     """
 
-    def __init__(self, run: RunContext, limits: TurnLimits, run_role: RunRole) -> None:
-        self._run = run
+    def __init__(self, context: RunContext, limits: TurnLimits, run_role: RunRole) -> None:
+        self._context = context
         self._limits = limits
         self._run_role = run_role
 
@@ -53,10 +53,10 @@ class Interludes:
         """Apply what is due at ``frame``'s safe point; a card means the frame must end with it."""
         if frame.handler_for is not None:
             return None
-        run = self._run
-        while (early := run.interrupts.take_early_plan_modification()) is not None:
+        context = self._context
+        while (early := context.interrupts.take_early_plan_modification()) is not None:
             self.modify_plan(early)
-        executor = run.settings.deployment.executor
+        executor = context.settings.deployment.executor
         if frame.parked_rejection is not None:
             return await self._context_rejection(frame)
         if frame.depth == 0 and frame.pressure_notice_due and executor.context_handler_role:
@@ -65,7 +65,7 @@ class Interludes:
         card = await self._loop_check(frame)
         if card is not None:
             return card
-        request = run.interrupts.take()
+        request = context.interrupts.take()
         if request is not None:
             await self._operator_request(frame, request.kind, request.message)
         return None
@@ -78,24 +78,24 @@ class Interludes:
         ``planOwnerRole``, else the chain root. Returns ``(owner, aborted ids)``, or ``None`` when no role
         is live. Synchronous: the service calls it from its own task while the run awaits.
         """
-        run = self._run
-        chain = [f for f in run.state.frames if f.handler_for is None]
+        context = self._context
+        chain = [f for f in context.state.frames if f.handler_for is None]
         if not chain:
             return None
-        triggers = run.settings.deployment.executor.interrupt_triggers
+        triggers = context.settings.deployment.executor.interrupt_triggers
         owner_role = triggers.plan_owner_role if triggers is not None else None
         owner = next((f for f in chain if owner_role and f.role == owner_role), chain[0])
-        below = run.state.frames[next(i for i, f in enumerate(run.state.frames) if f is owner) + 1 :]
+        below = context.state.frames[next(i for i, f in enumerate(context.state.frames) if f is owner) + 1 :]
         aborted = [f.instance_id for f in below]
         owner.inbox.append(Message(role="user", content=plan_modification_text(message)))
-        run.log.emit(ev.plan_modification(owner, message, aborted))
+        context.log.emit(ev.plan_modification(owner, message, aborted))
         # Only the deepest live frame is doing anything (its ancestors wait on it): cancelling its scope
         # stops the in-flight work at once. Trio hands a cancellation to the outermost cancelled scope,
         # so cancelling every scope would skip the inner frames' boundaries; instead each marked
         # ancestor sees the mark when its child's card comes back, and ends at its own boundary.
-        run.aborted.update(aborted)
+        context.aborted.update(aborted)
         for frame in reversed(below):
-            registered = run.registry.get(frame.instance_id)
+            registered = context.registry.get(frame.instance_id)
             if registered is not None:
                 registered.scope.cancel()
                 break
@@ -107,22 +107,22 @@ class Interludes:
         self, trigger: str, handler_role: str, target: RoleFrame, task: str, message: str | None = None
     ) -> tuple[ResultCard, str]:
         """Run a fresh ``handler_role`` instance against the suspended ``target``; its card and id."""
-        run = self._run
-        run.log.emit(ev.interrupt(trigger, handler_role, target.instance_id, message))
-        if handler_role not in run.settings.guild.roles:
+        context = self._context
+        context.log.emit(ev.interrupt(trigger, handler_role, target.instance_id, message))
+        if handler_role not in context.settings.guild.roles:
             missing = f"handler role {handler_role!r} is not declared in the Guild"
             return ResultCard(status="error", summary=missing, error=CardError(kind="unavailable")), ""
-        if run.cancelled(target):  # a plan modification cut the target while this was being set up
+        if context.cancelled(target):  # a plan modification cut the target while this was being set up
             stopped = "the suspended role was stopped before its handler could start"
             return ResultCard(status="error", summary=stopped, error=CardError(kind="interrupted")), ""
-        run.checkpoint_suppressed += 1
+        context.checkpoint_suppressed += 1
         try:
-            handler = run.new_frame(handler_role, 0, task, None, entry=False)
+            handler = context.new_frame(handler_role, 0, task, None, entry=False)
             handler.handler_for = target.instance_id
-            run.push_frame(handler)  # its checkpoint write is suppressed
+            context.push_frame(handler)  # its checkpoint write is suppressed
             return await self._run_role(handler), handler.instance_id
         finally:
-            run.checkpoint_suppressed -= 1
+            context.checkpoint_suppressed -= 1
 
     # --- context ---------------------------------------------------------------------------------
 
@@ -139,19 +139,19 @@ class Interludes:
         )
 
     async def _context_rejection(self, frame: RoleFrame) -> ResultCard | None:
-        run = self._run
+        context = self._context
         rejection = frame.parked_rejection
         assert rejection is not None
         frame.parked_rejection = None
-        handler = run.settings.deployment.executor.context_handler_role or ""
+        handler = context.settings.deployment.executor.context_handler_role or ""
         reported = f"{rejection.prompt_tokens} tokens" if rejection.prompt_tokens else "more tokens than it holds"
         task = self._context_task(frame, f"the model endpoint rejected its last request as too long ({reported})")
         card, _ = await self._interlude("context_budget_exceeded", handler, frame, task)
         if card.status == "success":
-            run.log.emit(ev.interrupt_resolved("context_budget_exceeded", handler, frame.instance_id, "compacted"))
+            context.log.emit(ev.interrupt_resolved("context_budget_exceeded", handler, frame.instance_id, "compacted"))
             frame.inbox.append(Message(role="user", content=COMPACTED_NOTICE.format(summary=card.summary)))
             return None
-        run.log.emit(
+        context.log.emit(
             ev.interrupt_resolved(
                 "context_budget_exceeded", handler, frame.instance_id, "failed", handler_status=card.status
             )
@@ -159,16 +159,16 @@ class Interludes:
         return self._limits.backstop(frame, rejection.prompt_tokens)
 
     async def _context_pressure(self, frame: RoleFrame) -> None:
-        run = self._run
-        handler = run.settings.deployment.executor.context_handler_role or ""
+        context = self._context
+        handler = context.settings.deployment.executor.context_handler_role or ""
         tokens = frame.last_prompt_tokens or 0
-        task = self._context_task(frame, f"its prompt reached {tokens} tokens of a {run.budget}-token budget")
+        task = self._context_task(frame, f"its prompt reached {tokens} tokens of a {context.budget}-token budget")
         card, _ = await self._interlude("context_pressure", handler, frame, task)
         if card.status == "success":
-            run.log.emit(ev.interrupt_resolved("context_pressure", handler, frame.instance_id, "compacted"))
+            context.log.emit(ev.interrupt_resolved("context_pressure", handler, frame.instance_id, "compacted"))
             frame.inbox.append(Message(role="user", content=COMPACTED_NOTICE.format(summary=card.summary)))
         else:
-            run.log.emit(
+            context.log.emit(
                 ev.interrupt_resolved(
                     "context_pressure", handler, frame.instance_id, "failed", handler_status=card.status
                 )
@@ -178,11 +178,11 @@ class Interludes:
     # --- loop check -------------------------------------------------------------------------------
 
     async def _loop_check(self, frame: RoleFrame) -> ResultCard | None:
-        run = self._run
-        triggers = run.settings.deployment.executor.interrupt_triggers
+        context = self._context
+        triggers = context.settings.deployment.executor.interrupt_triggers
         if triggers is None or frame.role == triggers.handler_role:
             return None
-        factor = CADENCE_FACTOR.get(run.state.effort, 4)
+        factor = CADENCE_FACTOR.get(context.state.effort, 4)
         calls = frame.tool_calls - frame.loop_check_tool_calls
         tokens = frame.completion_tokens - frame.loop_check_tokens
         if calls < triggers.every_tool_calls * factor and tokens < triggers.every_tokens * factor:
@@ -198,8 +198,8 @@ class Interludes:
         )
         handler = triggers.handler_role
         card, handler_id = await self._interlude("loop_check", handler, frame, task)
-        action, reason = run.decisions.pop(handler_id, ("continue", ""))
-        run.log.emit(
+        action, reason = context.decisions.pop(handler_id, ("continue", ""))
+        context.log.emit(
             ev.interrupt_resolved(
                 "loop_check",
                 handler,
@@ -219,19 +219,19 @@ class Interludes:
     # --- operator requests ------------------------------------------------------------------------
 
     async def _operator_request(self, frame: RoleFrame, kind: str, message: str) -> None:
-        run = self._run
+        context = self._context
         if kind == "notice":
-            root = run.state.frames[0]
+            root = context.state.frames[0]
             root.inbox.append(Message(role="user", content=notice_text(message)))
-            run.log.emit(ev.operator_notice(root, message))
+            context.log.emit(ev.operator_notice(root, message))
             return
-        handler = run.settings.deployment.executor.inquiry_handler_role
+        handler = context.settings.deployment.executor.inquiry_handler_role
         if not handler:
-            run.log.emit(ev.inquiry_dropped(message, "executor.inquiryHandlerRole is not configured"))
+            context.log.emit(ev.inquiry_dropped(message, "executor.inquiryHandlerRole is not configured"))
             return
         live = "\n".join(
             f"- {f.instance_id}: role {f.role}, depth {f.depth}, parent {f.parent_id or '(none)'}"
-            for f in run.state.frames
+            for f in context.state.frames
             if f.handler_for is None
         )
         task = (
@@ -244,9 +244,10 @@ class Interludes:
         )
         card, _ = await self._interlude("inquiry", handler, frame, task, message=message)
         if card.status == "success":
-            run.log.emit(ev.interrupt_resolved("inquiry", handler, frame.instance_id, "answered", summary=card.summary))
+            resolved = ev.interrupt_resolved("inquiry", handler, frame.instance_id, "answered", summary=card.summary)
+            context.log.emit(resolved)
         else:
-            run.log.emit(
+            context.log.emit(
                 ev.interrupt_resolved(
                     "inquiry", handler, frame.instance_id, "failed", handler_status=card.status, summary=card.summary
                 )

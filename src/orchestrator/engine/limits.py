@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
+from orchestrator import vocabulary as names
 from orchestrator.conversation import CardError, Message, ResultCard
 from orchestrator.engine import events as ev
 from orchestrator.engine.context import compact
@@ -52,8 +53,8 @@ def error_card(kind: str, message: str) -> ResultCard:
 class TurnLimits:
     """The run's handling of cut-off, rejected and oversized turns (the run owns one)."""
 
-    def __init__(self, run: RunContext) -> None:
-        self._run = run
+    def __init__(self, context: RunContext) -> None:
+        self._context = context
 
     def cut_off(self, frame: RoleFrame, assistant: Message) -> Message | ResultCard | None:
         """A response that ended at the completion limit: never a success card, never replayed broken.
@@ -62,14 +63,15 @@ class TurnLimits:
         text without calls is kept and followed by a notice asking for a shorter answer. After
         ``MAX_CONSECUTIVE_CUT_OFFS`` such turns in a row the role ends ``llm_unavailable``.
         """
-        limit = self._run.settings.deployment.model.generation.max_tokens
+        limit = self._context.settings.deployment.model.generation.max_tokens
         frame.cut_off_turns += 1
         if frame.cut_off_turns >= MAX_CONSECUTIVE_CUT_OFFS:
             message = (
                 f"the model's response was cut off at the completion limit ({limit} tokens) "
                 f"{frame.cut_off_turns} times in a row; raise model.generation.maxTokens"
             )
-            self._run.log.emit(ev.failure("llm_unavailable", frame, message=message, attempts=frame.cut_off_turns))
+            attempts = frame.cut_off_turns
+            self._context.log.emit(ev.failure(names.LLM_UNAVAILABLE, frame, message=message, attempts=attempts))
             return error_card("llm_unavailable", message)
         if assistant.tool_calls:
             return assistant
@@ -78,12 +80,12 @@ class TurnLimits:
         return None
 
     def check_pressure(self, frame: RoleFrame, prompt_tokens: int) -> None:
-        threshold = self._run.settings.deployment.executor.context_pressure_threshold
-        budget = self._run.budget
+        threshold = self._context.settings.deployment.executor.context_pressure_threshold
+        budget = self._context.budget
         if not frame.pressure_fired and prompt_tokens >= threshold * budget:
             frame.pressure_fired = True
             frame.pressure_notice_due = True
-            self._run.log.emit(ev.context_pressure(frame, prompt_tokens, budget))
+            self._context.log.emit(ev.context_pressure(frame, prompt_tokens, budget))
 
     def rejected(self, frame: RoleFrame, rejection: ContextRejected) -> ResultCard | None:
         """A context-size rejection: count it, learn the ceiling, then either park it for the context
@@ -91,9 +93,9 @@ class TurnLimits:
         frame.rejection_count += 1
         reported = rejection.prompt_tokens
         if reported:
-            ceiling = self._run.state.learned_ceiling
-            self._run.state.learned_ceiling = reported if ceiling is None else min(ceiling, reported)
-        self._run.log.emit(
+            ceiling = self._context.state.learned_ceiling
+            self._context.state.learned_ceiling = reported if ceiling is None else min(ceiling, reported)
+        self._context.log.emit(
             ev.failure(
                 "context_budget_exceeded",
                 frame,
@@ -107,14 +109,14 @@ class TurnLimits:
                 "context_budget_exceeded",
                 f"the prompt was rejected as too long {frame.rejection_count} times in a row",
             )
-        if self._run.settings.deployment.executor.context_handler_role and frame.handler_for is None:
+        if self._context.settings.deployment.executor.context_handler_role and frame.handler_for is None:
             frame.parked_rejection = Rejection(prompt_tokens=reported, message=rejection.message)
             return None
         return self.backstop(frame, reported)
 
     def backstop(self, frame: RoleFrame, reported: int | None) -> ResultCard | None:
         """The naive in-place compaction; a card when even the remainder cannot fit."""
-        model = self._run.settings.deployment.model
+        model = self._context.settings.deployment.model
         window = model.context_window or 0
         compaction = compact(
             frame.history,
@@ -122,7 +124,7 @@ class TurnLimits:
             reported_prompt_tokens=reported,
             context_window=window,
             max_tokens=model.generation.max_tokens,
-            tools_chars=len(_ENCODER.encode(self._run.role_tools(frame.role))),
+            tools_chars=len(_ENCODER.encode(self._context.role_tools(frame.role))),
         )
         if compaction is None:
             return error_card(
@@ -131,7 +133,7 @@ class TurnLimits:
         frame.history = compaction.history
         frame.logged_upto = 0
         frame.history_epoch += 1
-        self._run.log.emit(ev.context_compacted(frame, compaction, window))
+        self._context.log.emit(ev.context_compacted(frame, compaction, window))
         frame.history.append(
             Message(
                 role="user",

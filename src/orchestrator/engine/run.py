@@ -22,6 +22,7 @@ from pathlib import Path
 import msgspec
 import trio
 
+from orchestrator import vocabulary as names
 from orchestrator.config import Settings
 from orchestrator.config.secrets import Redactor
 from orchestrator.conversation import Message, ResultCard, ToolCall
@@ -241,7 +242,7 @@ class Run:
         after an in-place compaction."""
         status = self.settings.model_status
         if status is not None and status.tools_problem:  # fix J: the server would drop every tool
-            self.log.emit(ev.failure("llm_unavailable", frame, message=status.tools_problem, attempts=0))
+            self.log.emit(ev.failure(names.LLM_UNAVAILABLE, frame, message=status.tools_problem, attempts=0))
             return _error_card("llm_unavailable", status.tools_problem)
         model = self.settings.deployment.model
         request = build_request(
@@ -270,7 +271,7 @@ class Run:
         async with self._model_lock:
             outcome = await self.llm.complete(request, self._publisher(frame), on_retry)
         if isinstance(outcome, Unavailable):
-            self.log.emit(ev.failure("llm_unavailable", frame, message=outcome.message, attempts=outcome.attempts))
+            self.log.emit(ev.failure(names.LLM_UNAVAILABLE, frame, message=outcome.message, attempts=outcome.attempts))
             reason = self.context.redactor.redact(outcome.message)
             return _error_card("llm_unavailable", f"the model endpoint failed: {reason}")
         if isinstance(outcome, ContextRejected):
@@ -294,7 +295,7 @@ class Run:
             return self.limits.cut_off(frame, assistant)
         frame.cut_off_turns = 0
         if not assistant.tool_calls:
-            self.log.emit(ev.failure("implicit_finish", frame, message="the response had no tool calls"))
+            self.log.emit(ev.failure(names.IMPLICIT_FINISH, frame, message="the response had no tool calls"))
             frame.history.append(assistant)
             return ResultCard(status="success", summary=assistant.content)
         return assistant

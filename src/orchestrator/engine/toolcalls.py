@@ -18,6 +18,7 @@ import msgspec
 import trio
 from msgspec import UnsetType
 
+from orchestrator import vocabulary as names
 from orchestrator.conversation import Message, ResultCard, ToolCall, ToolResult
 from orchestrator.engine import events as ev
 from orchestrator.engine.builtins import ContextView, context_info, edit_context, validate_finish
@@ -111,12 +112,12 @@ class Delegate:
 class ToolCalls:
     """The run's tool dispatcher: validators built once from the Guild, the native-tool table."""
 
-    def __init__(self, run: RunContext, native_tools: dict[str, NativeTool]) -> None:
-        self._run = run
+    def __init__(self, context: RunContext, native_tools: dict[str, NativeTool]) -> None:
+        self._context = context
         self.native_tools = native_tools
-        guild = run.settings.guild
+        guild = context.settings.guild
         self._schemas = SchemaCache({name: tool.parameters for name, tool in guild.tools.items()})
-        self._limit = run.settings.deployment.context_policy.max_tool_output_chars
+        self._limit = context.settings.deployment.context_policy.max_tool_output_chars
 
     def for_conversation(self, text: str) -> str:
         """What the conversation gets: the text cut to ``maxToolOutputChars`` (the log keeps it whole)."""
@@ -130,7 +131,7 @@ class ToolCalls:
         appended to the history here, so a cancelled call leaves no trace in the conversation.
         """
         name = call.function.name
-        self._run.log.emit(ev.tool_call(frame, name, call.function.arguments))
+        self._context.log.emit(ev.tool_call(frame, name, call.function.arguments))
         outcome = await self._dispatch(frame, pending, call)
         if isinstance(outcome, Delegate):
             return outcome
@@ -152,15 +153,15 @@ class ToolCalls:
         # The secret boundary: what a tool returns (output, error message, details) is redacted before
         # the log or the conversation (hence the next model request and the checkpoint) sees it.
         result = self._redacted(outcome.result)
-        self._run.log.emit(ev.tool_result(frame, name, result), redacted=True)
+        self._context.log.emit(ev.tool_result(frame, name, result), redacted=True)
         if conversation_text is not None:
-            conversation_text = self._run.redactor.redact(conversation_text)
+            conversation_text = self._context.redactor.redact(conversation_text)
         text = conversation_text if conversation_text is not None else encode_json(result)
         return CallDone(self.for_conversation(text), outcome.terminate)
 
     def _redacted(self, result: ToolResult) -> ToolResult:
         """``result`` with every known secret value replaced by ``<redacted>`` (itself when none occurs)."""
-        redactor = self._run.redactor
+        redactor = self._context.redactor
         if not redactor or not redactor.found_in(_encoder.encode(result)):
             return result
         message = result.message if isinstance(result.message, UnsetType) else redactor.redact(result.message)
@@ -168,26 +169,26 @@ class ToolCalls:
         return ToolResult(kind=result.kind, data=data, message=message, details=details)
 
     async def _dispatch(self, frame: RoleFrame, pending: PendingTurn, call: ToolCall) -> ToolOutcome | Delegate:
-        run = self._run
+        context = self._context
         name = call.function.name
-        guild = run.settings.guild
+        guild = context.settings.guild
         role = guild.roles[frame.role]
         if name not in role.tools or name not in guild.tools:
             message = f"tool {name!r} is not available to role {frame.role!r}; it may call: {', '.join(role.tools)}"
-            run.log.emit(ev.failure("unknown_tool", frame, tool=name, message=message))
+            context.log.emit(ev.failure(names.UNKNOWN_TOOL, frame, tool=name, message=message))
             return ToolOutcome(failure("unknown_tool", message))
         arguments = parse_arguments(call.function.arguments)
         if isinstance(arguments, ToolResult):
             message = arguments.message or "invalid arguments"
             if pending.cut_off:
-                limit = run.settings.deployment.model.generation.max_tokens
+                limit = context.settings.deployment.model.generation.max_tokens
                 message += (
                     f". Your response was cut off at the completion limit ({limit} tokens) inside these "
                     "arguments: send shorter ones (split big content over several calls)"
                 )
             message += f". The call was not run; this conversation shows its arguments as {REPLAYED_INVALID_ARGUMENTS}"
             arguments = msgspec.structs.replace(arguments, message=message)
-            run.log.emit(ev.failure("invalid_tool_call", frame, tool=name, message=message))
+            context.log.emit(ev.failure(names.INVALID_TOOL_CALL, frame, tool=name, message=message))
             return ToolOutcome(arguments)
         invalid = self._schemas.check(name, arguments)
         if invalid is not None:
@@ -201,20 +202,21 @@ class ToolCalls:
             return ToolOutcome(success(msgspec.to_builtins(card_or_error)), terminate=card_or_error)
         if name in ("context_info", "edit_context"):
             target = self._target(frame, arguments.get("targetRole"))
-            view = ContextView(run.settings.deployment.model.context_window or 0, run.budget)
+            view = ContextView(context.settings.deployment.model.context_window or 0, context.budget)
             if name == "context_info":
                 outcome = context_info(view, frame, target)
                 if isinstance(target, RoleFrame) and outcome.result.ok:
-                    run.log.emit(ev.observe(target, name))
+                    context.log.emit(ev.observe(target, name))
                 return outcome
-            attempts = run.settings.deployment.executor.max_compaction_attempts
+            attempts = context.settings.deployment.executor.max_compaction_attempts
             return edit_context(view, frame, target, arguments["operations"], max_attempts=attempts)
         if name in _INSPECTION:
             return ToolOutcome(self._inspect(frame, name, arguments))
         if name == "read_run_log":
-            return ToolOutcome(read_run_log(run.log.path, arguments.get("offset", 0), arguments.get("limit", 50)))
+            return ToolOutcome(read_run_log(context.log.path, arguments.get("offset", 0), arguments.get("limit", 50)))
         if name == "search_run_log":
-            found = search_run_log(run.log.path, arguments["query"], arguments.get("type"), arguments.get("limit", 20))
+            query, kind = arguments["query"], arguments.get("type")
+            found = search_run_log(context.log.path, query, kind, arguments.get("limit", 20))
             return ToolOutcome(found)
         if name == "trigger_interrupt":
             return ToolOutcome(self._trigger_interrupt(frame, arguments))
@@ -249,7 +251,7 @@ class ToolCalls:
         else:
             result = recent_role_tool_calls(target, int(arguments.get("limit", 20)))
         if result.ok and target is not frame:
-            self._run.log.emit(ev.observe(target, name))
+            self._context.log.emit(ev.observe(target, name))
         return result
 
     def _trigger_interrupt(self, frame: RoleFrame, arguments: dict[str, Any]) -> ToolResult:
@@ -265,32 +267,32 @@ class ToolCalls:
             return failure("invalid_arguments", "action must be continue, redirect or abort")
         if action == "redirect" and not reason.strip():
             return failure("invalid_arguments", "redirect needs a reason: it is what the role will read")
-        registered = self._run.registry.get(served)
+        registered = self._context.registry.get(served)
         if registered is None:
             return failure("invalid_arguments", f"{served!r} is no longer live")
-        self._run.decisions[frame.instance_id] = (action, reason)
+        self._context.decisions[frame.instance_id] = (action, reason)
         if action == "redirect":
             registered.frame.inbox.append(Message(role="user", content=f"[Platform notice — redirect] {reason}"))
         return success({"targetRole": served, "action": action})
 
     async def _ask_human(self, frame: RoleFrame, arguments: dict[str, Any]) -> ToolResult:
         """Pause this role until the human backend answers (cancellable like any wait)."""
-        human = self._run.human
-        question, context = str(arguments["question"]), arguments.get("context")
+        human = self._context.human
+        question, background = str(arguments["question"]), arguments.get("context")
         if not question.strip():
             return failure("invalid_arguments", "question must not be empty")
         question_id = uuid.uuid4().hex
-        run = self._run
-        if run.queue_tracked and not run.state.write_started:
+        context = self._context
+        if context.queue_tracked and not context.state.write_started:
             # Nothing was written yet: park the run so the question waits in the queue, not in a process.
-            run.log.emit(ev.ask_human(question_id, question, context, frame))
-            run.state.park_question = question
+            context.log.emit(ev.ask_human(question_id, question, background, frame))
+            context.state.park_question = question
             return success({"parked": True, "note": "the run stops here until the operator answers"})
         if human is None:
             return failure("unavailable", "no human is attached to this run; decide with what you know")
-        self._run.log.emit(ev.ask_human(question_id, question, context, frame))
-        answer = await human.ask(question_id, question, context)
-        self._run.log.emit(ev.human_answer(question_id, answer))
+        self._context.log.emit(ev.ask_human(question_id, question, background, frame))
+        answer = await human.ask(question_id, question, background)
+        self._context.log.emit(ev.human_answer(question_id, answer))
         return success({"answer": answer})
 
     def _target(self, caller: RoleFrame, target_id: Any, *, allow_self: bool = False) -> RoleFrame | str | None:
@@ -305,9 +307,9 @@ class ToolCalls:
             if allow_self:
                 return None
             return f"targetRole {target_id!r} is you; omit targetRole to act on your own conversation"
-        registered = self._run.registry.get(str(target_id))
+        registered = self._context.registry.get(str(target_id))
         if registered is None:
-            live = ", ".join(self._run.registry) or "none"
+            live = ", ".join(self._context.registry) or "none"
             return f"targetRole {target_id!r} is not a live role instance (live: {live})"
         return registered.frame
 
@@ -317,12 +319,12 @@ class ToolCalls:
         if tool is None:
             message = f"tool {name!r} is declared in the Guild but this executor has no implementation of it"
             return failure("unavailable", message)
-        run = self._run
-        timeout = float(run.settings.deployment.executor.default_tool_timeout_seconds)
+        context = self._context
+        timeout = float(context.settings.deployment.executor.default_tool_timeout_seconds)
         requested = arguments.get("timeoutSeconds")
         if isinstance(requested, int | float) and not isinstance(requested, bool) and 0 < requested < timeout:
             timeout = float(requested)
-        ctx = tool_context(run, frame, timeout)
+        ctx = tool_context(context, frame, timeout)
         budget = timeout
         if name in CHECKER_TOOLS:  # the timeout is per command: the call may take one per command
             commands = arguments.get("commands")
@@ -333,13 +335,13 @@ class ToolCalls:
         return failure("timeout", f"{name} did not finish within {budget:g}s and was stopped")
 
 
-def tool_context(run: RunContext, frame: RoleFrame, timeout_seconds: float) -> ToolContext:
+def tool_context(context: RunContext, frame: RoleFrame, timeout_seconds: float) -> ToolContext:
     """What a native tool called by ``frame`` sees: the workspace, its run and role ids, the call's
     timeout and the executor's default tool timeout (the per-command default of ``typecheck``/``test``)."""
     return ToolContext(
-        workspace=run.workspace,
+        workspace=context.workspace,
         timeout_seconds=timeout_seconds,
-        run_id=run.state.run_id,
+        run_id=context.state.run_id,
         role_id=frame.instance_id,
-        default_tool_timeout_seconds=float(run.settings.deployment.executor.default_tool_timeout_seconds),
+        default_tool_timeout_seconds=float(context.settings.deployment.executor.default_tool_timeout_seconds),
     )
