@@ -154,7 +154,9 @@ def test_the_entrypoint_health_check_and_port_agree(dockerfile: list[Instruction
     command = exec_form(health.split(" CMD ", 1)[1])
     assert command[0] == "python" and f"http://127.0.0.1:{PORT}/healthz" in command[-1]
     # The route really is served without a token (see tests/service/test_http_lifecycle.py for its answers).
-    assert '@app.get("/healthz")' in (REPO / "src" / "orchestrator" / "service" / "app.py").read_text()
+    service = REPO / "src" / "orchestrator" / "service"
+    assert '@pages.get("/healthz")' in (service / "routes" / "pages.py").read_text()
+    assert 'path in ("/favicon.ico", "/healthz")' in (service / "perimeter_rules.py").read_text()
 
 
 def test_compose_publishes_on_loopback_passes_the_token_and_mounts_the_model(compose: dict) -> None:
