@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.workflow.test_corpus_support import fixture_corpus, technique_md, write_tree
+from tests.workflow.corpus.support import fixture_corpus, technique_md, write_tree
 
 from orchestrator.workflow.corpus import (
     CORE_ORCHESTRATOR,

@@ -536,7 +536,7 @@ def test_killed_writers_leave_a_folder_that_verifies(settings: WorkflowSettings,
     folder = root / "acc-kill"
     _create(store, folder)
     rng = random.Random(15)
-    src = str(Path(__file__).resolve().parents[2] / "src")
+    src = str(Path(__file__).resolve().parents[3] / "src")
     for _ in range(12):
         proc = subprocess.Popen(
             [sys.executable, "-c", _WRITER, str(settings.workspace), str(settings.key_dir), str(settings.tmp_dir),

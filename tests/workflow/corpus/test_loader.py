@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.workflow.test_corpus_support import fixture_corpus, write_tree
+from tests.workflow.corpus.support import fixture_corpus, write_tree
 
 from orchestrator.workflow.corpus import (
     ActionStep,

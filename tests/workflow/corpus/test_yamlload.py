@@ -8,7 +8,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.workflow.test_corpus_support import REAL_CORPUS
+from tests.workflow.corpus.support import REAL_CORPUS
 
 from orchestrator.workflow.corpus.markdown import _simple_mapping, split_frontmatter
 from orchestrator.workflow.corpus.yamlload import load_yaml

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from tests.workflow.test_corpus_support import REAL_CORPUS
+from tests.workflow.corpus.support import REAL_CORPUS
 
 from orchestrator.workflow.corpus import (
     CORE_ORCHESTRATOR,
