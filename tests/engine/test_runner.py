@@ -1,6 +1,6 @@
 """``engine.runner``: the continuation check and its block, ``prepare_run`` with a checked continuation,
 and the question a ``needs_clarification`` outcome carries (a parked run: ``test_parking.py``; the
-``RunControls`` hand-over: ``test_interrupts.py``)."""
+``RunControls`` hand-over: ``test_interludes.py``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The interrupt platform against the real sim: loop checks, context handlers, inquiries, plan
-modification, human questions, cross-role tools."""
+"""Handler interludes against the real sim: loop checks, context handlers, inquiries, plan modification."""
 
 from __future__ import annotations
 
@@ -8,50 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from tests.engine.harness import FAST, call, finish, of_type, turn, types
+from tests.engine.harness import call, finish, of_type, turn, types
+from tests.engine.interlude_runs import HANDLERS, PRESSURE, ROLES, run
 from tests.helpers import make_settings
-
-from orchestrator.engine.checkpoint import load_checkpoint
-from orchestrator.engine.controls import RunControls
-from orchestrator.engine.runfolder import runs_root
-from orchestrator.engine.runner import RunOutcome, RunRequest, RunServices, execute_run
-from orchestrator.runlog import read_events
-
-INSPECT = ["list_role_messages", "read_message_window", "search_role_blocks", "recent_role_tool_calls"]
-ROLES = {
-    "lead": ["agent", "finish"],
-    "planner": ["agent", "finish"],
-    "coder": ["run_shell", "finish", "ask_human", "context_info", "edit_context"],
-    "loop_detector": [*INSPECT, "trigger_interrupt", "finish"],
-    "context_manager": ["context_info", "edit_context", *INSPECT, "finish"],
-    "inquiry_responder": [*INSPECT, "context_info", "read_run_log", "search_run_log", "finish"],
-}
-HANDLERS = {"contextHandlerRole": "context_manager", "inquiryHandlerRole": "inquiry_responder"}
 
 
 def loop_triggers(every_tool_calls: int = 1000, every_tokens: int = 10_000_000, **extra: Any) -> dict[str, Any]:
     return {"handlerRole": "loop_detector", "everyToolCalls": every_tool_calls, "everyTokens": every_tokens, **extra}
-
-
-async def run(
-    settings, workspace: Path, *, effort: str = "standard", controls: list[RunControls] | None = None, **services: Any
-):
-    """Run to the end; ``controls`` (when given) receives the run's ``RunControls`` as the engine hands it over."""
-    services.setdefault("timeouts", FAST)
-    request = RunRequest(task="do it", effort=effort)
-    outcomes: list[RunOutcome] = []
-
-    async def execute(task_status: trio.TaskStatus[RunControls] = trio.TASK_STATUS_IGNORED) -> None:
-        outcomes.append(
-            await execute_run(settings, workspace, request, RunServices(**services), task_status=task_status)
-        )
-
-    async with trio.open_nursery() as nursery:
-        handle = await nursery.start(execute)
-        if controls is not None:
-            controls.append(handle)
-    outcome = outcomes[0]
-    return outcome, read_events(outcome.run_dir / "log.jsonl")
 
 
 def spin(role: str = "coder") -> dict[str, Any]:
@@ -215,8 +177,6 @@ async def test_no_trigger_section_means_no_loop_checks(tmp_path: Path, sim_for) 
 
 
 # --- context handlers --------------------------------------------------------------------------------
-
-PRESSURE = {"promptTokens": 25000, "completionTokens": 5}
 
 
 async def test_entry_pressure_is_compacted_by_the_handler(tmp_path: Path, sim_for) -> None:
@@ -426,44 +386,6 @@ async def test_plan_modification_cancels_the_chain_below_the_owner_at_once(tmp_p
     _pairs_ok(events)
 
 
-# --- human questions ---------------------------------------------------------------------------------
-
-
-class ScriptedHuman:
-    def __init__(self, answer: str) -> None:
-        self.answer = answer
-        self.asked: list[tuple[str, str | None]] = []
-
-    async def ask(self, question_id: str, question: str, context: str | None) -> str:
-        self.asked.append((question, context))
-        return self.answer
-
-
-async def test_ask_human_waits_for_the_backend_and_logs_both_sides(tmp_path: Path, sim_for) -> None:
-    script = {
-        "turns": [
-            turn("coder", call("ask_human", question="Tabs or spaces?", context="style")),
-            turn("coder", finish("spaces it is"), last="spaces"),
-        ]
-    }
-    human = ScriptedHuman("spaces")
-    async with sim_for(script) as sim:
-        settings = make_settings(tmp_path, sim.base_url, roles={"coder": ROLES["coder"]})
-        outcome, events = await run(settings, tmp_path, human=human)
-    assert outcome.card.summary == "spaces it is" and human.asked == [("Tabs or spaces?", "style")]
-    asked = of_type(events, "ask_human")[0]
-    assert asked["question"] == "Tabs or spaces?" and asked["context"] == "style"
-    assert of_type(events, "human_answer") == [{"id": asked["id"], "answer": "spaces"}]
-
-
-async def test_ask_human_without_a_backend_is_unavailable(tmp_path: Path, sim_for) -> None:
-    script = {"turns": [turn("coder", call("ask_human", question="?")), turn("coder", finish("ok"))]}
-    async with sim_for(script) as sim:
-        settings = make_settings(tmp_path, sim.base_url, roles={"coder": ROLES["coder"]})
-        _, events = await run(settings, tmp_path)
-    assert of_type(events, "tool_result")[0]["kind"] == "unavailable"
-
-
 async def test_plan_modification_at_the_root_unwinds_every_frame_at_its_own_boundary(tmp_path: Path, sim_for) -> None:
     script = {
         "turns": [
@@ -491,46 +413,3 @@ async def test_plan_modification_at_the_root_unwinds_every_frame_at_its_own_boun
     assert finished["planner-1-2"]["error"]["kind"] == "interrupted"
     assert [f["roleId"] for f in of_type(events, "role_finished")][:2] == ["coder-2-3", "planner-1-2"]
     _pairs_ok(events)
-
-
-async def test_cross_role_edit_rejections_and_no_checkpoint_inside_the_interlude(tmp_path: Path, sim_for) -> None:
-    target = "coder-0-1"
-    bad_batches = [
-        {"targetRole": target, "operations": [{"op": "drop", "range": [1, 3]}]},  # touches the preamble
-        {"targetRole": target, "operations": [{"op": "drop", "range": [3, 99]}]},  # past the end
-        {"targetRole": target, "operations": [{"op": "shred", "range": [3, 4]}]},  # unknown op
-        {"targetRole": target, "operations": [{"op": "replace", "index": 4}]},  # replace without content
-        {"targetRole": "ghost-1-9", "operations": [{"op": "drop", "range": [3, 4]}]},  # not live
-        {"targetRole": "context_manager-0-2", "operations": [{"op": "drop", "range": [3, 4]}]},  # itself
-    ]
-    script = {
-        "turns": [
-            turn("coder", call("run_shell", command="echo one"), usage=PRESSURE),
-            *[turn("context_manager", call("edit_context", **batch)) for batch in bad_batches],
-            turn("context_manager", call("list_role_messages", targetRole=target)),
-            turn("context_manager", finish("nothing I could do", status="error")),
-            turn("coder", finish("ok")),
-        ]
-    }
-    seqs: list[int] = []
-
-    def listener(event: Any) -> None:
-        if type(event).__name__ in ("RoleStart", "RoleFinished") and event.payload.role == "context_manager":
-            (run_dir,) = runs_root(tmp_path).iterdir()
-            seqs.append(load_checkpoint(run_dir)[1])  # the newest checkpoint on disk
-
-    async with sim_for(script) as sim:
-        roles = {"coder": ["run_shell", "finish"], **{k: v for k, v in ROLES.items() if k != "coder"}}
-        settings = make_settings(tmp_path, sim.base_url, roles=roles, **HANDLERS)
-        outcome, events = await run(settings, tmp_path, log_listeners=[listener])
-        requests = await sim.responses_requests()
-    assert outcome.card.summary == "ok"
-    edits = [r for r in of_type(events, "tool_result") if r["tool"] == "edit_context"]
-    assert [r["kind"] for r in edits] == ["invalid_arguments"] * 6
-    messages = [r["result"]["message"] for r in edits]
-    assert "protected" in messages[0] and "runs past" in messages[1] and "shred" in messages[2]
-    assert "content" in messages[3] and "not a live role instance" in messages[4] and "is you" in messages[5]
-    coder_after = requests[-1]["body"]["input"]
-    assert [i["type"] for i in coder_after[:4]] == ["message", "message", "function_call", "function_call_output"]
-    assert seqs[0] == seqs[1]  # nothing was checkpointed while the handler ran
-    assert [o["details"] for o in of_type(events, "observe")] == ["list_role_messages"]
