@@ -62,7 +62,7 @@ check *ARGS:
 
 # every benchmark in bench/, each printing a ratio against a side-by-side baseline
 bench:
-    for f in bench/*.py; do echo "== $f"; {{py}} "$f"; done
+    for f in bench/*.py bench/log_window/run.py; do echo "== $f"; {{py}} "$f"; done
 
 # property-based fuzzing of the parsers (longer than the fuzz tests inside ./dev test)
 fuzz *ARGS:
@@ -82,7 +82,7 @@ load *ARGS:
 
 # the service read-path benchmark alone (1k vs 1M-event logs, 100 WebSocket subscribers; --profile for hot spots)
 log-window *ARGS:
-    {{py}} bench/log_window.py {{ARGS}}
+    {{py}} bench/log_window/run.py {{ARGS}}
 
 # the workflow server's per-tool latency over stdio (real corpus when present) and corpus load time
 mcp-bench *ARGS:

@@ -34,9 +34,10 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 BENCH = Path(__file__).resolve().parent
-sys.path[:0] = [str(BENCH), str(BENCH.parent)]  # bench/log_window.py's synthetic run; tests/ helpers
+sys.path[:0] = [str(BENCH), str(BENCH.parent)]  # bench/log_window/ (synthetic run, CPU pressure); tests/
 
-from log_window import cpu_pressure, pressure_note, write_synthetic_run  # noqa: E402
+from log_window.measure import cpu_pressure, pressure_note  # noqa: E402
+from log_window.synthetic import write_synthetic_run  # noqa: E402
 from tests.helpers import make_settings  # noqa: E402
 
 from orchestrator.service.app import create_app  # noqa: E402

@@ -1,7 +1,7 @@
 """What the whole-run call tree costs the run index. Run: ``.venv/bin/python bench/run_derivations.py
 [--quick]`` (see bench/README.md).
 
-One synthetic run log (``log_window.write_synthetic_run``: a lead, workers, turns, shell calls) is
+One synthetic run log (``log_window.synthetic.write_synthetic_run``: a lead, workers, turns, shell calls) is
 indexed by ``RunIndex.update`` with the call-tree fold (``flow/calltree.py``) and, as the baseline side
 by side in the same process, with that fold switched off; rounds alternate the order and the best CPU
 time of each side is compared. Then the per-request cost of the ``/tree``, ``/timeline`` and windowed
@@ -20,7 +20,7 @@ from pathlib import Path
 import msgspec
 
 sys.path.insert(0, str(Path(__file__).parent))
-from log_window import write_synthetic_run
+from log_window.synthetic import write_synthetic_run
 
 from orchestrator.service import runindex
 

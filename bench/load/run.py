@@ -32,9 +32,10 @@ import msgspec
 import trio
 
 BENCH = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(BENCH), str(BENCH.parent)]  # the process helpers of bench/log_window.py; tests/
+sys.path[:0] = [str(BENCH), str(BENCH.parent)]  # the process helpers of bench/log_window/; tests/
 
-from log_window import AUTH, Child, cpu_pressure, cpu_seconds, pressure_note, start_child, stop_child  # noqa: E402
+from log_window.children import AUTH, Child, start_child, stop_child  # noqa: E402
+from log_window.measure import cpu_pressure, cpu_seconds, pressure_note  # noqa: E402
 from tests.engine.harness import call, finish, turn  # noqa: E402
 from tests.helpers import write_deployment, write_guild  # noqa: E402
 

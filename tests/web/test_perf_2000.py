@@ -1,6 +1,6 @@
 """A finished run of ~2,000 operations: each poll of its run view costs < 100 ms of main-thread work.
 
-The run folder is written by the bench's synthetic-log generator (``bench/log_window.py``) into the
+The run folder is written by the bench's synthetic-log generator (``bench/log_window/synthetic.py``) into the
 served workspace; the run view is mounted on a bare host page (``runview_page.py``) that polls the flow
 model and the run view like the shell does and times each poll's JSON parse + render with
 ``performance.now()``, while a long-task observer records any main-thread task over 50 ms. The first
@@ -26,7 +26,9 @@ BOUND_MS = 100.0
 
 
 def _bench_module() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_log_window", REPO / "bench" / "log_window.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_log_window_synthetic", REPO / "bench" / "log_window" / "synthetic.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
