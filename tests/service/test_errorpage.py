@@ -1,0 +1,38 @@
+"""The bootstrap error page: the HTML lists every problem escaped; the app answers 503 everywhere."""
+
+from __future__ import annotations
+
+from orchestrator.service.errorpage import create_error_app, render_error_page
+
+PROBLEMS = ["model.apiBase: must be a URL, got '<nothing>'", "guild/lead.md: missing"]
+
+
+def test_the_page_lists_every_problem_escaped_and_names_the_title() -> None:
+    page = render_error_page(PROBLEMS, "Orchestrator & co")
+    assert page.startswith("<!doctype html>")
+    assert "<title>Orchestrator &amp; co — configuration error</title>" in page
+    assert "<li><code>model.apiBase: must be a URL, got &#x27;&lt;nothing&gt;&#x27;</code></li>" in page
+    assert "<li><code>guild/lead.md: missing</code></li>" in page
+    assert "<nothing>" not in page
+
+
+def test_the_page_is_self_contained() -> None:
+    page = render_error_page(PROBLEMS, "t")
+    assert "<script" not in page and "<link" not in page and "src=" not in page
+
+
+def test_no_problems_renders_an_empty_list() -> None:
+    assert "<li>" not in render_error_page([], "t")
+
+
+async def test_the_app_answers_503_with_the_page_json_or_health() -> None:
+    client = create_error_app(PROBLEMS, "t").test_client()
+    page = await client.get("/runs/x")
+    assert page.status_code == 503 and page.content_type.startswith("text/html")
+    assert "guild/lead.md: missing" in (await page.get_data(as_text=True))
+    api = await client.post("/api/queue", json={"task": "x"})
+    assert api.status_code == 503
+    assert await api.get_json() == {"ok": False, "error": "invalid_configuration", "problems": PROBLEMS}
+    health = await client.get("/healthz")
+    assert (health.status_code, await health.get_json()) == (503, {"ok": False, "error": "invalid_configuration"})
+    assert (await client.delete("/runs/x")).status_code == 405
