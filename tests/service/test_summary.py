@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from tests.helpers import make_settings
@@ -67,8 +68,10 @@ def test_write_summary_writes_one_line(tmp_path: Path) -> None:
 
 
 async def test_summarize_run_falls_back_to_the_derived_line_when_no_model_answers(tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, "http://127.0.0.1:9/v1")  # nothing listens on port 9
-    card = ResultCard(status="success", summary="Added it")
-    line = await summarize_run(settings, tmp_path, "Add a page", card, ["inquiry: why?"], budget_seconds=5)
+    with socket.socket() as held:  # bound, never listening: a connection to it is refused, and nobody else takes it
+        held.bind(("127.0.0.1", 0))
+        settings = make_settings(tmp_path, f"http://127.0.0.1:{held.getsockname()[1]}/v1")
+        card = ResultCard(status="success", summary="Added it")
+        line = await summarize_run(settings, tmp_path, "Add a page", card, ["inquiry: why?"], budget_seconds=5)
     assert line == "Add a page — success: Added it"
     assert (tmp_path / "summary.txt").read_text() == line + "\n"
