@@ -61,12 +61,15 @@ def test_elapsed_runs_to_the_return_or_now_and_rounds_half_up() -> None:
     outer, inner = (op.metrics for op in model.operations[:2])
     assert outer is not None and outer.elapsed_seconds == 10
     assert inner is not None and inner.elapsed_seconds == 3  # 2.5 s rounds half up
-    assert build_model(events, meta_status="running", now="not a time").operations[0].metrics.elapsed_seconds is None  # type: ignore[union-attr]
+    assert (outer.elapsed_ms, inner.elapsed_ms) == (10_400, 2_500)  # the same intervals to the millisecond
+    unparsable = build_model(events, meta_status="running", now="not a time").operations[0].metrics
+    assert unparsable is not None and unparsable.elapsed_seconds is None and unparsable.elapsed_ms is None
 
 
 def test_elapsed_never_goes_negative() -> None:
     model = build_model(OPEN_CALL, meta_status="running", now="2020-01-01T00:00:00Z")
     assert model.operations[0].metrics.elapsed_seconds == 0  # type: ignore[union-attr]
+    assert model.operations[0].metrics.elapsed_ms == 0  # type: ignore[union-attr]
 
 
 def test_finalize_does_not_change_the_state() -> None:
@@ -115,13 +118,14 @@ def test_wire_shape_is_camel_case_with_explicit_nulls() -> None:
         "settledAt": at(1),
         "lifecycle": "settled",
         "outcome": None,
-        "metrics": {"tokens": 0, "cachedPromptTokens": 0, "elapsedSeconds": 5},
+        "metrics": {"tokens": 0, "cachedPromptTokens": 0, "elapsedSeconds": 5, "elapsedMs": 5000},
         "severity": None,
         "note": None,
+        "subject": "t",  # the delegation's task (flow/subject.py)
     }
     ret = wire["operations"][-1]
     assert ret["settledAt"] is None and ret["metrics"] is None and ret["outcome"] == "success"
-    assert ret["severity"] is None and ret["note"] is None
+    assert ret["severity"] is None and ret["note"] is None and ret["subject"] is None
     assert wire["stacks"] == [{"id": "main", "root": "human:root"}]
 
 

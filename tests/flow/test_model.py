@@ -39,7 +39,7 @@ def _operation(**fields: object) -> Operation:
 def test_an_in_flight_operation_keeps_its_nulls_on_the_wire() -> None:
     wire = msgspec.json.decode(msgspec.json.encode(_operation()))
     assert wire["settledAt"] is None and wire["outcome"] is None and wire["metrics"] is None
-    assert wire["severity"] is None and wire["note"] is None
+    assert wire["severity"] is None and wire["note"] is None and wire["subject"] is None
     assert wire["startedAt"] == "2025-01-01T00:00:00.000Z"
 
 
@@ -55,9 +55,10 @@ def test_a_model_round_trips_with_camel_case_counters() -> None:
         settled_at="2025-01-01T00:00:05.000Z",
         lifecycle="settled",
         outcome="error",
-        metrics=Metrics(tokens=120, cached_prompt_tokens=64, elapsed_seconds=5),
+        metrics=Metrics(tokens=120, cached_prompt_tokens=64, elapsed_seconds=5, elapsed_ms=4_812),
         severity="warn",
         note="exit 1",
+        subject="exit 1",
     )
     model = InteractionModel(
         participants=[Participant(id="role:lead-0-1", role="lead", kind="role", instance_id="lead-0-1")],
@@ -71,7 +72,9 @@ def test_a_model_round_trips_with_camel_case_counters() -> None:
     raw = msgspec.json.encode(model)
     wire = msgspec.json.decode(raw)
     assert {"activeStack", "activeParticipant", "operationsTotal", "operationsOmitted", "totals"} <= set(wire)
-    assert wire["operations"][1]["metrics"] == {"tokens": 120, "cachedPromptTokens": 64, "elapsedSeconds": 5}
+    metrics = {"tokens": 120, "cachedPromptTokens": 64, "elapsedSeconds": 5, "elapsedMs": 4_812}
+    assert wire["operations"][1]["metrics"] == metrics
+    assert wire["operations"][1]["subject"] == "exit 1" and wire["operations"][0]["subject"] is None
     assert msgspec.json.decode(raw, type=InteractionModel) == model
 
 

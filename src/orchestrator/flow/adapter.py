@@ -24,6 +24,7 @@ from orchestrator.flow.model import (
     run_status,
 )
 from orchestrator.flow.outcome import OK, Verdict, classify_card, classify_tool_result
+from orchestrator.flow.subject import call_subject, result_subject, text_subject
 
 __all__ = ["CONTROL_TOOLS", "build_model", "finalize", "fold"]
 
@@ -73,18 +74,28 @@ def _call(
     dest_kind: ParticipantKind,
     detail: int,
     question_id: str | None = None,
+    subject: str | None = None,
 ) -> CallRecord:
     frame = state.top
     _mark_delegation(frame, at)
     _activity(state, frame, at)
-    record = CallRecord(len(state.operations), frame.id, _source(frame), dest, dest_role, dest_kind, at, question_id)
+    record = CallRecord(
+        len(state.operations), frame.id, _source(frame), dest, dest_role, dest_kind, at, question_id, subject
+    )
     state.add_live(record, frame, detail)
     frame.open.append(record)
     return record
 
 
 def _close(
-    state: FlowState, frame: Frame, record: CallRecord, outcome: Outcome, at: str, detail: int, verdict: Verdict = OK
+    state: FlowState,
+    frame: Frame,
+    record: CallRecord,
+    outcome: Outcome,
+    at: str,
+    detail: int,
+    verdict: Verdict = OK,
+    subject: str | None = None,
 ) -> None:
     """Pop ``record`` and any deeper (abandoned: settled, no return) calls, then add its return."""
     index = frame.open.index(record)
@@ -94,7 +105,7 @@ def _close(
     _activity(state, frame, at)
     caller = state.roles.get(record.source, "")
     returned = ReturnRecord(
-        len(state.operations), frame.id, record.destination, record.source, caller, outcome, at, verdict
+        len(state.operations), frame.id, record.destination, record.source, caller, outcome, at, verdict, subject
     )
     state.add_live(returned, frame, detail)
     state.freeze_call(record, at)
@@ -152,7 +163,7 @@ def _role_start(state: FlowState, p: Payload, at: str, index: int) -> None:
     detail = state.inquiry_detail if state.inquiry_detail is not None else index
     state.inquiry_detail = None
     pid = state.add_participant(f"role:{role}:{state.next_number('role:' + role)}", role, "role", instance)
-    record = _call(state, at, pid, role, "role", detail)
+    record = _call(state, at, pid, role, "role", detail, subject=text_subject(p.get("task")))
     if instance is not None:
         state.by_instance[instance] = record
 
@@ -168,7 +179,8 @@ def _role_finished(state: FlowState, p: Payload, at: str, index: int) -> None:
             _drop_frame(state, at, settle=True)
     frame = state.top
     verdict = classify_card(p.get("status"), p.get("error"))
-    _close(state, frame, record, "success" if verdict.ok else "error", at, index, verdict)
+    subject = text_subject(p.get("summary"))
+    _close(state, frame, record, "success" if verdict.ok else "error", at, index, verdict, subject)
     # A resolved interrupt stack pops; its final return lingers until the next call or return.
     while len(state.frames) > 1 and not state.top.open and state.top.op_count:
         popped = _drop_frame(state, at, settle=False)
@@ -181,7 +193,7 @@ def _tool_call(state: FlowState, p: Payload, at: str, index: int) -> None:
     if tool is None or tool in CONTROL_TOOLS or not state.top.open:
         return
     pid = state.add_participant(f"tool:{tool}:{state.next_number('tool:' + tool)}", tool, "tool")
-    _call(state, at, pid, tool, "tool", index)
+    _call(state, at, pid, tool, "tool", index, subject=call_subject(tool, p.get("arguments")))
 
 
 def _tool_result(state: FlowState, p: Payload, at: str, index: int) -> None:
@@ -192,7 +204,8 @@ def _tool_result(state: FlowState, p: Payload, at: str, index: int) -> None:
     for record in reversed(frame.open):
         if record.dest_kind == "tool" and record.dest_role == tool:
             verdict = classify_tool_result(p)
-            _close(state, frame, record, "success" if verdict.ok else "error", at, index, verdict)
+            outcome: Outcome = "success" if verdict.ok else "error"
+            _close(state, frame, record, outcome, at, index, verdict, result_subject(p))
             return
 
 
@@ -201,7 +214,7 @@ def _ask_human(state: FlowState, p: Payload, at: str, index: int) -> None:
     if question_id is None or question is None or not state.top.open:
         return
     pid = state.add_participant(f"human:answerer:{state.next_number('answerer')}", "human", "human")
-    _call(state, at, pid, "human", "human", index, question_id)
+    _call(state, at, pid, "human", "human", index, question_id, text_subject(question))
 
 
 def _human_answer(state: FlowState, p: Payload, at: str, index: int) -> None:
@@ -211,7 +224,7 @@ def _human_answer(state: FlowState, p: Payload, at: str, index: int) -> None:
     frame = state.top
     for record in reversed(frame.open):
         if record.question_id == question_id:
-            _close(state, frame, record, "success", at, index)
+            _close(state, frame, record, "success", at, index, subject=text_subject(p.get("answer")))
             return
 
 

@@ -24,7 +24,7 @@ from orchestrator.flow.model import (
 )
 from orchestrator.flow.outcome import OK, Verdict
 
-__all__ = ["CallRecord", "FlowState", "Frame", "ReturnRecord", "elapsed", "epoch"]
+__all__ = ["CallRecord", "FlowState", "Frame", "ReturnRecord", "elapsed", "elapsed_ms", "epoch"]
 
 
 def epoch(timestamp: str) -> float | None:
@@ -40,6 +40,13 @@ def elapsed(start: float | None, end: float | None) -> int | None:
     if start is None or end is None:
         return None
     return max(0, math.floor(end - start + 0.5))
+
+
+def elapsed_ms(start: float | None, end: float | None) -> int | None:
+    """Whole milliseconds from ``start`` to ``end`` (rounded half up, never negative)."""
+    if start is None or end is None:
+        return None
+    return max(0, math.floor((end - start) * 1000 + 0.5))
 
 
 class CallRecord:
@@ -59,6 +66,7 @@ class CallRecord:
         "stack",
         "start_epoch",
         "started_at",
+        "subject",
         "tokens",
         "turn_started_at",
     )
@@ -73,6 +81,7 @@ class CallRecord:
         dest_kind: ParticipantKind,
         started_at: str,
         question_id: str | None = None,
+        subject: str | None = None,
     ) -> None:
         self.position = position
         self.op_id = f"op-{position + 1}"
@@ -84,6 +93,7 @@ class CallRecord:
         self.started_at = started_at
         self.start_epoch = epoch(started_at)
         self.question_id = question_id
+        self.subject = subject
         self.returned_at: str | None = None
         self.turn_started_at: str | None = None
         self.delegated_at: str | None = None
@@ -108,8 +118,12 @@ class CallRecord:
             lifecycle="in_flight" if settled is None else "settled",
             outcome=None,
             metrics=Metrics(
-                tokens=self.tokens, cached_prompt_tokens=self.cached, elapsed_seconds=elapsed(self.start_epoch, end)
+                tokens=self.tokens,
+                cached_prompt_tokens=self.cached,
+                elapsed_seconds=elapsed(self.start_epoch, end),
+                elapsed_ms=elapsed_ms(self.start_epoch, end),
             ),
+            subject=self.subject,
         )
 
 
@@ -127,6 +141,7 @@ class ReturnRecord:
         "source",
         "stack",
         "started_at",
+        "subject",
         "superseded_at",
     )
 
@@ -140,6 +155,7 @@ class ReturnRecord:
         outcome: Outcome,
         started_at: str,
         verdict: Verdict = OK,
+        subject: str | None = None,
     ) -> None:
         self.position = position
         self.op_id = f"op-{position + 1}"
@@ -152,6 +168,7 @@ class ReturnRecord:
         self.superseded_at: str | None = None
         self.severity: Severity | None = None if verdict.ok else verdict.severity  # type: ignore[assignment]
         self.note: str | None = verdict.note or None
+        self.subject = subject
 
     def operation(self, active: bool) -> Operation:
         """The wire form: settles when superseded; else in flight while active, else at its own time."""
@@ -171,6 +188,7 @@ class ReturnRecord:
             metrics=None,
             severity=self.severity,
             note=self.note,
+            subject=self.subject,
         )
 
 

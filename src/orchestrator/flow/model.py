@@ -62,6 +62,8 @@ class Metrics(_Wire):
     tokens: int
     cached_prompt_tokens: int
     elapsed_seconds: int | None
+    #: the same interval to the millisecond (our addition; ``null`` when a timestamp does not parse)
+    elapsed_ms: int | None = None
 
 
 class Operation(_Wire):
@@ -80,6 +82,9 @@ class Operation(_Wire):
     severity: Severity | None = None
     #: the short reason for that severity (``exit 1``, ``not_found``, ``timeout``), else ``null``
     note: str | None = None
+    #: what the operation was about, one short line (``flow/subject.py``): a tool call's path, command or
+    #: query, a delegation's task, a return's exit status or summary; ``null`` when none (our addition)
+    subject: str | None = None
 
 
 class StackRecord(_Wire):
