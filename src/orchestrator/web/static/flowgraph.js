@@ -9,9 +9,11 @@
 //     invalidate(), destroy() }
 //
 // Rendering is keyed: nodes by stack|participant, edges by operation id; a frame only touches what
-// changed, and `update` with the same model and options returns at once.
+// changed, and `update` with the same model and options returns at once. A role that ran more than once
+// is named with its instance number ("Coder #3") on its node and in the labels. Nodes and edges are
+// kept in the DOM in the picture's order (row by row, left to right), which is their Tab order.
 
-import { severityOf } from "./labels.js";
+import { elapsedMs, instanceNumber, preciseDuration, severityOf } from "./labels.js";
 import { project, signature } from "./projection.js";
 import { compact, duration, el, keyedChild, setAttr, setClass, setClassName, setText, svg, sweep } from "./rvdom.js";
 
@@ -28,9 +30,14 @@ function truncate(text, max) {
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 }
 
-function instanceNumber(pid) {
-  const m = /:(\d+)$/.exec(pid || "");
-  return m ? m[1] : "";
+/** Re-insert `nodes` (already children of `parent`) so the DOM follows their order; moves only what is out of place. */
+function keepOrder(parent, nodes) {
+  let previous = null;
+  for (const node of nodes) {
+    const expected = previous ? previous.nextSibling : parent.firstChild;
+    if (node !== expected) parent.insertBefore(node, expected);
+    previous = node;
+  }
 }
 
 export function createFlowGraph(container, { labels, onNode, onOp }) {
@@ -45,14 +52,16 @@ export function createFlowGraph(container, { labels, onNode, onOp }) {
     marker.appendChild(svg("path", { d: "M0,0 L10,5 L0,10 z", class: cls }));
     defs.appendChild(marker);
   }
-  const layers = { rows: svg("g"), marks: svg("g"), edges: svg("g"), nodes: svg("g") };
-  canvas.append(defs, layers.rows, layers.marks, layers.edges, layers.nodes);
+  // Nodes and edges share one layer, in the picture's order (see keepOrder): that is their Tab order.
+  const layers = { rows: svg("g"), marks: svg("g"), nodes: svg("g") };
+  canvas.append(defs, layers.rows, layers.marks, layers.nodes);
   stage.appendChild(canvas);
   container.append(strip, stage);
 
   const maps = { chips: new Map(), rows: new Map(), marks: new Map(), edges: new Map(), nodes: new Map() };
   let gen = 0;
   let lastKey = "";
+  let order = []; // this frame's nodes and edges in the picture's order (one layer: their Tab order)
 
   function click(event) {
     const target = event.target.closest("[data-op],[data-pid]");
@@ -108,15 +117,17 @@ export function createFlowGraph(container, { labels, onNode, onOp }) {
       `fg-node kind-${p.kind}${active ? " active" : ""}${proj.paused(stack.id) ? " paused" : ""}${extra.lingering ? " lingering" : ""}` +
         `${extra.terminated ? " terminated" : ""}`,
     );
-    const label = labels.participant(p, tier);
-    setText(group.children[1], truncate(label, 19));
+    const n = p.kind === "role" && proj.multi.has(p.role) ? ` #${instanceNumber(pid)}` : "";
+    const label = `${labels.participant(p, tier)}${n}`;
+    setText(group.children[1], n ? `${truncate(labels.participant(p, tier), 19 - n.length)}${n}` : truncate(label, 19));
     setText(group.children[2], extra.sub || "");
     setText(group.children[3], `${label} (${pid})${extra.sub ? `\n${extra.sub}` : ""}`);
+    order.push(group);
     return { x, y, pid };
   }
 
   function edge(key, op, from, to, cls, model, proj, tier, g, offset) {
-    const path = keyedChild(layers.edges, maps.edges, key, g, () => {
+    const path = keyedChild(layers.nodes, maps.edges, key, g, () => {
       const gEl = svg("g", { class: "fg-edge", tabindex: 0, role: "button" });
       gEl.append(svg("path", { class: "fg-hit" }), svg("path", { class: "fg-line" }), svg("title"));
       return gEl;
@@ -134,7 +145,10 @@ export function createFlowGraph(container, { labels, onNode, onOp }) {
     const sev = severityOf(op);
     setClassName(path, `fg-edge ${cls}${proj.animates(op) ? " anim" : ""}${op.lifecycle === "in_flight" ? " in-flight" : ""}${error ? " err" : ""}${sev ? ` sev-${sev}` : ""}`);
     path.dataset.severity = sev || "";
-    setText(path.children[2], labels.operation(op, proj.byId, tier));
+    setText(path.children[2], labels.operation(op, proj.byId, tier, proj.multi));
+    // a call edge goes before the node it points to: node, edge, node, edge … as drawn
+    if (cls === "call" && order.length) order.splice(order.length - 1, 0, path);
+    else order.push(path);
   }
 
   function mark(op, from, to, proj, tier, g) {
@@ -153,7 +167,7 @@ export function createFlowGraph(container, { labels, onNode, onOp }) {
     setAttr(node.children[0], "d", d);
     setAttr(node.children[1], "d", d);
     setClassName(node, `fg-mark kind-${op.kind}`);
-    setText(node.children[2], labels.operation(op, proj.byId, tier));
+    setText(node.children[2], labels.operation(op, proj.byId, tier, proj.multi));
   }
 
   function subtitle(op, p) {
@@ -162,9 +176,10 @@ export function createFlowGraph(container, { labels, onNode, onOp }) {
     if (p.kind === "interrupt") return "";
     const m = op && op.metrics;
     const parts = [];
-    if (p.kind === "role") parts.push(`#${instanceNumber(p.id)}`);
     if (m && m.tokens) parts.push(`${compact(m.tokens)} tok`);
-    if (m && m.elapsedSeconds != null && (p.kind === "tool" || m.elapsedSeconds > 0)) parts.push(duration(m.elapsedSeconds));
+    const ms = elapsedMs(op);
+    if (ms !== null && (p.kind === "tool" || ms > 0)) parts.push(preciseDuration(ms));
+    if (p.kind === "tool" && op.subject) parts.push(truncate(op.subject, 16));
     return parts.join(" · ");
   }
 
@@ -176,6 +191,7 @@ export function createFlowGraph(container, { labels, onNode, onOp }) {
     gen += 1;
     const g = gen;
     const proj = project(model);
+    order = [];
     for (const t of proj.types) chip(t, tier, typeInfo, g);
     sweep(maps.chips, g);
 
@@ -240,6 +256,7 @@ export function createFlowGraph(container, { labels, onNode, onOp }) {
       }
     }
     sweep(maps.rows, g);
+    keepOrder(layers.nodes, order);
     sweep(maps.nodes, g);
     sweep(maps.edges, g);
     sweep(maps.marks, g);

@@ -7,14 +7,20 @@
 //     participant(p, tier)            identity label (first variant; stable for the participant's life)
 //     column(key, tier)               sequence column header: a role name, or 'human'/'tools'/'interrupt'
 //     description(p, tier)            the role's / tool's description, or null
-//     operation(op, byId, tier)       an operation's label (variant rotated by a hash of the op id)
+//     operation(op, byId, tier, multi?) an operation's label (variant rotated by a hash of the op id), with
+//                                     its subject (path, command, task, exit status) and, for the role
+//                                     names in the Set `multi` (roles that ran more than once), "#n"
+//     instance(p, tier, multi?)       a participant's label with "#n" when its role is in `multi`
 //     working(p, tier, seed)          what a participant is doing while it holds the turn, or null
-//     caption(model, byId, tier)      the "now" caption: transit → operation label; working → working
+//     caption(model, byId, tier, activeOp, multi?) the "now" caption: transit → operation label; working → working
 //                                     label → generic working template → operation label
 //     status(status, tier)            a run status in words
 //   }
 //   severityOf(op) -> "warn" | "fail" | null   a return's problem badge (server-classified, flow/outcome.py)
 //   badge(op) -> "⚠ exit 1" | "✖ timeout" | ""  the badge text every tier's operation label starts with
+//   instanceNumber(pid) -> "3" | ""              the instance number of a participant id ("role:coder:3")
+//   elapsedMs(op) -> number | null              a call's duration (metrics.elapsedMs, else whole seconds)
+//   preciseDuration(ms) -> "0.184 s" | "2.3 s" | "1 m 05 s" | "1 h 02 m" | ""
 //
 // Sources, all from GET /api/config: roles[name].{label, description, workingLabel}; tools[name].
 // {humanLabel, humanDescription, humanCallLabel, humanWorkingLabel}; visualization.{pseudoRoleLabels
@@ -22,8 +28,10 @@
 // [kind], workingTemplates[kind]}. Each value is an array of variants per tier (a bare string is read
 // as one variant). Lookup tries the requested tier, then detailed → friendly → whimsical, then the
 // built-in defaults below, then the title-cased name. Placeholders: {source} {destination}
-// {sourceRole} {destinationRole} {sourceKind} {destinationKind} {stack} {outcome} {participant}
-// {participantRole}; an unknown placeholder stays visible as typed.
+// {sourceRole} {destinationRole} {sourceKind} {destinationKind} {stack} {outcome} {subject} {participant}
+// {participantRole}; an unknown placeholder stays visible as typed. An operation's `subject` (the
+// server's one-line "what about", flow/subject.py) is appended as " · subject" to every tier's label
+// whose template does not place it, unless it only repeats the failure badge's note.
 
 export const TIERS = ["detailed", "friendly", "whimsical"];
 
@@ -87,6 +95,31 @@ export function badge(op) {
   const severity = severityOf(op);
   if (!severity) return "";
   return `${severity === "warn" ? "⚠" : "✖"} ${op.note || "failed"}`;
+}
+
+/** "role:coder:3" → "3" ("" when the id carries no instance number). */
+export function instanceNumber(pid) {
+  const m = /:(\d+)$/.exec(pid || "");
+  return m ? m[1] : "";
+}
+
+/** A call's duration in milliseconds (the model's elapsedMs, else its whole seconds), or null. */
+export function elapsedMs(op) {
+  const m = op && op.metrics;
+  if (!m) return null;
+  if (Number.isFinite(m.elapsedMs)) return m.elapsedMs;
+  return Number.isFinite(m.elapsedSeconds) ? m.elapsedSeconds * 1000 : null;
+}
+
+/** Milliseconds as "0.184 s" (under a second), "2.3 s" (under a minute), "1 m 05 s", "1 h 02 m"; "" for null. */
+export function preciseDuration(ms) {
+  if (ms == null || !Number.isFinite(Number(ms))) return "";
+  const v = Math.max(0, Number(ms));
+  if (v < 1000) return `${(v / 1000).toFixed(3)} s`;
+  if (v < 60_000) return `${(Math.floor(v / 100) / 10).toFixed(1)} s`;
+  const s = Math.floor(v / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)} m ${String(s % 60).padStart(2, "0")} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")} m`;
 }
 
 /** A deterministic non-negative hash of a string (seeds variant rotation). */
@@ -163,6 +196,14 @@ export function createLabels(config) {
     return text;
   }
 
+  /** The participant's label, with "#n" when its role ran more than once (`multi`: a Set of role names). */
+  function instance(p, tier, multi) {
+    const text = participant(p, tier);
+    if (!p || p.kind !== "role" || !multi || !multi.has(p.role)) return text;
+    const n = instanceNumber(p.id);
+    return n ? `${text} #${n}` : text;
+  }
+
   function column(key, tier) {
     if (key === "human" || key === "tools" || key === "interrupt") {
       return pick([pseudo[key], DEFAULT_PSEUDO[key]], tier, 0) || titleCase(key);
@@ -177,20 +218,21 @@ export function createLabels(config) {
     return null;
   }
 
-  function values(op, src, dst, tier) {
+  function values(op, src, dst, tier, multi) {
     return {
-      source: participant(src, tier),
-      destination: participant(dst, tier),
+      source: instance(src, tier, multi),
+      destination: instance(dst, tier, multi),
       sourceRole: src ? src.role : "",
       destinationRole: dst ? dst.role : "",
       sourceKind: src ? src.kind : "",
       destinationKind: dst ? dst.kind : "",
       stack: op.stack,
       outcome: op.outcome || "",
+      subject: op.subject || "",
     };
   }
 
-  function operation(op, byId, tier) {
+  function operation(op, byId, tier, multi) {
     const src = byId.get(op.source) || { id: op.source, role: op.source, kind: "role" };
     const dst = byId.get(op.destination) || { id: op.destination, role: op.destination, kind: "role" };
     const seed = hashString(op.id);
@@ -200,7 +242,10 @@ export function createLabels(config) {
     entries.push(templates[op.kind] && templates[op.kind][pair], generic[op.kind]);
     entries.push(DEFAULT_OPERATIONS[op.kind] && DEFAULT_OPERATIONS[op.kind][pair], DEFAULT_GENERIC[op.kind]);
     const template = pick(entries, tier, seed) || "{source} → {destination}";
-    const text = fill(template, values(op, src, dst, tier));
+    let text = fill(template, values(op, src, dst, tier, multi));
+    // The subject says what the call was about (or what came back); every tier shows it.
+    const subject = typeof op.subject === "string" ? op.subject : "";
+    if (subject && !template.includes("{subject}") && subject !== op.note) text = `${text} · ${subject}`;
     const mark = badge(op);
     // Every tier names a failure (a friendly "gives Coder the result" must not hide an exit 1), first,
     // so a label cut short by its column still shows it.
@@ -226,18 +271,18 @@ export function createLabels(config) {
   }
 
   /** The "now" caption of `model`; `activeOp` is the active stack's latest call/return (or null). */
-  function caption(model, byId, tier, activeOp) {
+  function caption(model, byId, tier, activeOp, multi) {
     if (!model) return "";
     if (model.status !== "running" && model.status !== "unknown") return status(model.status, tier);
     const who = byId.get(model.activeParticipant);
-    if (activeOp && activeOp.lifecycle === "in_flight") return operation(activeOp, byId, tier);
+    if (activeOp && activeOp.lifecycle === "in_flight") return operation(activeOp, byId, tier, multi);
     const seed = hashString(activeOp ? activeOp.id : model.activeParticipant || "");
     return (
       workingLabel(who, tier, seed) ||
       (who && genericWorking(who, tier, seed)) ||
-      (activeOp ? operation(activeOp, byId, tier) : status(model.status, tier))
+      (activeOp ? operation(activeOp, byId, tier, multi) : status(model.status, tier))
     );
   }
 
-  return { participant, column, description, operation, working: workingLabel, caption, status };
+  return { participant, instance, column, description, operation, working: workingLabel, caption, status };
 }

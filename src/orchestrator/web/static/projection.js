@@ -7,7 +7,9 @@
 // stack; a line animates iff it is in flight and its stack is not paused.
 //
 //   project(model) -> {byId, stacks: Map<id, StackView>, live: StackView[], activeOp, paused(stackId),
-//                      animates(op), types: TypeTotal[], signature}
+//                      animates(op), types: TypeTotal[], multi: Set<role name>, instances: Map<role, n>}
+//   multi: the roles that ran more than once in the whole run (the server's totals when present, else
+//   the model's participants and instance numbers), whose labels carry "#n"; instances: how many times.
 //   StackView = {id, root, index, chain: Operation[] (open calls, outermost first), last (latest
 //                call/return), lingering (last if it is an in-flight return), marks (recent observe/
 //                terminate ops), opCount, dead}
@@ -30,7 +32,7 @@ export function signature(model) {
 export function opSignature(op) {
   const m = op.metrics;
   return `${op.id}${op.lifecycle === "in_flight" ? "~" : ""}${op.outcome ? op.outcome[0] : ""}${op.severity ? op.severity[0] : ""}` +
-    (m ? `${m.tokens},${m.elapsedSeconds}` : "");
+    (m ? `${m.tokens},${m.elapsedMs ?? m.elapsedSeconds}` : "");
 }
 
 export function project(model) {
@@ -120,7 +122,23 @@ function build(model) {
     paused: (id) => pausedSet.has(id),
     animates: (op) => op.lifecycle === "in_flight" && (op.kind === "call" || op.kind === "return") && !pausedSet.has(op.stack),
     types: wholeRun(types, model.totals),
+    ...roleInstances(model),
   };
+}
+
+/** How many instances each role had (whole run when the model carries totals) and which ran more than once. */
+function roleInstances(model) {
+  const instances = new Map();
+  for (const p of model.participants || []) {
+    if (p.kind !== "role") continue;
+    const n = Number(/:(\d+)$/.exec(p.id || "")?.[1]) || 1;
+    instances.set(p.role, Math.max(instances.get(p.role) || 0, n));
+  }
+  for (const t of Array.isArray(model.totals) ? model.totals : []) {
+    if (t.kind === "role") instances.set(t.name, Math.max(instances.get(t.name) || 0, t.count || 0));
+  }
+  const multi = new Set([...instances].filter(([, n]) => n > 1).map(([role]) => role));
+  return { instances, multi };
 }
 
 /**

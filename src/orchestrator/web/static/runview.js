@@ -266,7 +266,7 @@ export function createRunView(root, ctx) {
     const sig = flowSig;
     const partialAt = partialTarget();
     const proj = project(flow);
-    setText(caption, labels.caption(flow, proj.byId, tier, proj.activeOp));
+    setText(caption, labels.caption(flow, proj.byId, tier, proj.activeOp, proj.multi));
     setText(badge, flow.status);
     badge.className = `rv-status status-${flow.status}`;
     const omitted = Number(flow.operationsOmitted) || 0;

@@ -1,69 +1,75 @@
-// The sequence view: a column for every guild role plus `human` and `tools` from the
-// first frame (interrupt roots and roles the guild does not list get columns on the right when they
-// appear, so columns never move), a row per operation, loop-back arrows for calls within one column,
-// dashed static observe/terminate lines, and an optional roles-only lens that hides tool traffic.
+// The sequence view: a column per participant of the run (human first, then each role and the interrupt
+// root as they first appear — never every Guild role, and never reordered), a row per operation, tool
+// calls drawn as a stub into a lane beside their caller's lifeline, loop-backs for calls within one
+// column, dashed observe/terminate lines, and two toggles: a roles-only lens that hides tool traffic, and
+// a time axis that spaces rows by wall time. Column headers and row numbers stay in view while the
+// pane scrolls either way (CSS sticky). A role that ran more than once is "Coder ×9" in its header and
+// "Coder #3" in the labels. Call rows end with their duration ("0.184 s", call → return).
 //
 //   createSequence(container, {labels, config, onOp(opId), onColumn(key)}) -> {
-//     update(model, {tier, sig?, partialAt, partialBox}), setLens(rolesOnly), invalidate(), destroy() }
+//     update(model, {tier, sig?, partialAt, partialBox}), setLens(rolesOnly), setTimeAxis(on),
+//     invalidate(), destroy() }
 //
 // Rows are virtualized: the canvas is as tall as every row, but only the rows inside the scrolled
-// viewport (plus a margin) exist in the DOM, keyed by operation id and redrawn only when their
-// operation changed. A finished run of thousands of operations therefore costs a few dozen nodes, and a
-// poll with an unchanged model returns at once. The view follows the tail while scrolled to the bottom.
+// viewport (plus a margin) exist in the DOM, keyed by operation id, in row order (so Tab walks them top
+// to bottom), and redrawn only when their operation changed. Tab / Shift+Tab and the arrow keys move
+// between rows (scrolling the next one into the DOM first); Enter opens the operation card. The view
+// follows the tail while scrolled to the bottom. Layout arithmetic lives in seqlayout.js.
 
-import { severityOf } from "./labels.js";
-import { project, opSignature, signature } from "./projection.js";
-import { el, keyedChild, setAttr, setClass, setClassName, setText, sweep } from "./rvdom.js";
+import { elapsedMs, preciseDuration, severityOf } from "./labels.js";
+import { opSignature, project, signature } from "./projection.js";
+import { el, ensureStylesheet, keyedChild, setAttr, setClass, setClassName, setText, sweep } from "./rvdom.js";
+import {
+  GUTTER, HEAD_H, ROW_H, TAIL, columnKey, columnWidth, growColumns, placeRow, rowAt, rowTops,
+} from "./seqlayout.js";
 
-const ROW_H = 30;
-const HEAD_H = 36;
-const GUTTER = 58;
-const MIN_COL_W = 104;
-const MAX_COL_W = 200;
 const OVERSCAN = 12;
 const PARTIAL_H = 140;
 
-function columnKey(p) {
-  if (!p) return null;
-  if (p.kind === "human") return "human";
-  if (p.kind === "tool") return "tools";
-  if (p.kind === "interrupt") return "interrupt";
-  return p.role;
+function toggle(testid, text) {
+  const label = el("label", "seq-toggle");
+  const input = document.createElement("input");
+  input.type = "checkbox";
+  input.dataset.testid = testid;
+  label.append(input, document.createTextNode(` ${text}`));
+  return { label, input };
 }
 
-export function createSequence(container, { labels, config, onOp, onColumn }) {
+export function createSequence(container, { labels, onOp, onColumn }) {
+  ensureStylesheet("sequence.css");
   const bar = el("div", "seq-bar");
-  const lensLabel = el("label", "seq-lens");
-  const lens = document.createElement("input");
-  lens.type = "checkbox";
-  lens.dataset.testid = "sequence-roles-only";
-  lensLabel.append(lens, document.createTextNode(" roles only"));
-  bar.appendChild(lensLabel);
+  const lens = toggle("sequence-roles-only", "roles only");
+  const axis = toggle("sequence-time-axis", "time axis");
+  bar.append(axis.label, lens.label);
   const scroller = el("div", "seq-scroll");
   scroller.dataset.testid = "sequence-view";
-  const canvas = el("div", "seq-canvas");
   const head = el("div", "seq-head");
+  head.dataset.testid = "sequence-head";
+  const corner = el("div", "seq-corner", "#");
+  const canvas = el("div", "seq-canvas");
   const lines = el("div", "seq-lines");
   const body = el("div", "seq-body");
+  head.appendChild(corner);
   canvas.append(lines, body);
   scroller.append(head, canvas);
   container.append(bar, scroller);
 
-  const guildRoles = Object.keys((config && config.roles) || {});
-  const entry = config && config.entryRole;
-  const baseColumns = ["human", ...(entry && guildRoles.includes(entry) ? [entry] : []), ...guildRoles.filter((r) => r !== entry), "tools"];
-  const extraColumns = [];
   const headers = new Map();
   const lifelines = new Map();
   const rows = new Map(); // op id -> row element
+  let known = []; // every column key seen, append-only
   let rolesOnly = false;
+  let timeAxis = false;
   let model = null;
   let proj = null;
   let tier = "detailed";
   let visibleOps = [];
+  let tops = new Float64Array(1);
+  let gaps = new Float64Array(0);
   let columns = [];
   let colIndex = new Map();
-  let colW = MIN_COL_W;
+  let colW = 0;
+  let width = 0;
   let lastKey = "";
   let layoutKey = "";
   let gen = 0;
@@ -71,10 +77,17 @@ export function createSequence(container, { labels, config, onOp, onColumn }) {
   let follow = true;
   let frame = 0;
 
-  lens.addEventListener("change", () => {
-    rolesOnly = lens.checked;
+  const redraw = () => {
     lastKey = "";
     if (model) update(model, { tier, partialAt: partial.at, partialBox: partial.box });
+  };
+  lens.input.addEventListener("change", () => {
+    rolesOnly = lens.input.checked;
+    redraw();
+  });
+  axis.input.addEventListener("change", () => {
+    timeAxis = axis.input.checked;
+    redraw();
   });
   scroller.addEventListener("scroll", () => {
     follow = scroller.scrollTop + scroller.clientHeight >= scroller.scrollHeight - ROW_H;
@@ -92,24 +105,35 @@ export function createSequence(container, { labels, config, onOp, onColumn }) {
     if (event.key === "Enter" || event.key === " ") {
       event.preventDefault();
       open(event);
+      return;
     }
+    const row = event.target.closest(".seq-row");
+    if (!row) return;
+    const step = event.key === "ArrowDown" || (event.key === "Tab" && !event.shiftKey) ? 1
+      : event.key === "ArrowUp" || (event.key === "Tab" && event.shiftKey) ? -1 : 0;
+    const next = step ? Number(row.dataset.index) + step : -1;
+    if (next < 0 || next >= visibleOps.length) return; // Tab past either end leaves the view
+    event.preventDefault();
+    focusRow(next);
   });
   head.addEventListener("click", (event) => {
     const cell = event.target.closest(".seq-col");
     if (cell && onColumn) onColumn(cell.dataset.col);
   });
   const resize = typeof ResizeObserver === "function" ? new ResizeObserver(() => {
-    const width = measureColumnWidth();
-    if (width !== colW && model) {
-      lastKey = "";
-      update(model, { tier, partialAt: partial.at, partialBox: partial.box });
-    }
+    if (model && columnWidth(scroller.clientWidth || 900, columns.length) !== colW) redraw();
   }) : null;
   if (resize) resize.observe(scroller);
 
-  function measureColumnWidth() {
-    const available = (scroller.clientWidth || 900) - GUTTER - 8;
-    return Math.max(MIN_COL_W, Math.min(MAX_COL_W, Math.floor(available / Math.max(1, columns.length))));
+  /** Bring row `index` into the viewport (below the sticky header) and into the DOM, then focus it. */
+  function focusRow(index) {
+    const top = tops[index];
+    const view = scroller.clientHeight || 600;
+    if (top < scroller.scrollTop) scroller.scrollTop = top;
+    else if (top + ROW_H + HEAD_H > scroller.scrollTop + view) scroller.scrollTop = top + ROW_H + HEAD_H - view;
+    drawRows();
+    const row = rows.get(visibleOps[index].id);
+    if (row) row.focus({ preventScroll: true });
   }
 
   function centre(key) {
@@ -118,14 +142,13 @@ export function createSequence(container, { labels, config, onOp, onColumn }) {
   }
 
   function layoutColumns() {
-    for (const p of model.participants || []) {
-      const key = columnKey(p);
-      if (key && !baseColumns.includes(key) && !extraColumns.includes(key)) extraColumns.push(key);
-    }
-    columns = [...baseColumns, ...extraColumns].filter((k) => !(rolesOnly && k === "tools"));
+    known = growColumns(known, model.participants);
+    columns = known;
     colIndex = new Map(columns.map((k, i) => [k, i]));
-    colW = measureColumnWidth();
-    const key = `${tier}|${colW}|${columns.join(",")}`;
+    colW = columnWidth(scroller.clientWidth || 900, columns.length);
+    width = GUTTER + columns.length * colW + TAIL;
+    const counts = columns.map((k) => proj.instances.get(k) || 0).join(",");
+    const key = `${tier}|${colW}|${columns.join(",")}|${counts}`;
     if (key === layoutKey) return;
     layoutKey = key;
     gen += 1;
@@ -138,76 +161,117 @@ export function createSequence(container, { labels, config, onOp, onColumn }) {
       });
       cell.style.left = `${GUTTER + i * colW}px`;
       cell.style.width = `${colW}px`;
-      setClassName(cell, `seq-col kind-${k === "human" || k === "tools" || k === "interrupt" ? k : "role"}`);
-      setText(cell, labels.column(k, tier));
-      setAttr(cell, "title", k);
+      const pseudo = k === "human" || k === "interrupt";
+      setClassName(cell, `seq-col kind-${pseudo ? k : "role"}`);
+      const n = pseudo ? 0 : proj.instances.get(k) || 0;
+      const name = labels.column(k, tier);
+      setText(cell, n > 1 ? `${name} ×${n}` : name);
+      setAttr(cell, "title", n > 1 ? `${name}: ${n} instances (#1–#${n} in the rows)` : name);
       const line = keyedChild(lines, lifelines, k, gen, () => el("div", "seq-life"));
       line.style.left = `${GUTTER + i * colW + colW / 2}px`;
     });
     sweep(headers, gen);
     sweep(lifelines, gen);
-    const width = `${GUTTER + columns.length * colW + 8}px`;
-    canvas.style.width = width;
-    head.style.width = width;
-    for (const row of rows.values()) row.__sig = ""; // columns moved: every row redraws
+    for (const node of [canvas, head]) node.style.width = `${width}px`;
+    for (const row of rows.values()) row.__sig = ""; // the columns changed: every row redraws
+  }
+
+  /** The x of participant `p`'s lifeline, and whether it is a tool (drawn in its caller's lane). */
+  function endpoint(pid) {
+    const p = proj.byId.get(pid);
+    if (p && p.kind === "tool") return { tool: true, x: null };
+    return { tool: false, x: centre(columnKey(p) || "human") ?? centre("human") };
   }
 
   function drawRow(row, op, index) {
-    const src = proj.byId.get(op.source);
-    const dst = proj.byId.get(op.destination);
-    const a = centre(columnKey(src) || "human");
-    const b = centre(columnKey(dst) || "human");
+    const src = endpoint(op.source);
+    const dst = endpoint(op.destination);
     const anim = proj.animates(op);
-    const sig = `${opSignature(op)}|${anim}|${index}|${tier}|${layoutKey}`;
+    const sig = `${opSignature(op)}|${anim}|${index}|${tops[index]}|${tier}|${layoutKey}`;
     if (row.__sig === sig) return;
     row.__sig = sig;
-    row.style.top = `${index * ROW_H}px`;
+    row.style.top = `${tops[index]}px`;
     row.dataset.op = op.id;
+    row.dataset.index = String(index);
+    let shape = "span";
+    let a = src.x;
+    let b = dst.x;
+    if (src.tool || dst.tool) {
+      shape = src.tool ? "tool-return" : "tool-call";
+      a = src.tool ? dst.x : src.x;
+      b = a;
+    } else if (a === b) shape = "loop";
     const error = op.outcome === "error" || op.outcome === "terminated";
-    const loop = a === b;
+    const severity = severityOf(op);
     setClassName(
       row,
-      `seq-row kind-${op.kind}${op.lifecycle === "in_flight" ? " in-flight" : ""}${anim ? " anim" : ""}` +
-        `${error ? " err" : ""}${severityOf(op) ? ` sev-${severityOf(op)}` : ""}${loop ? " loop" : ""}${proj.paused(op.stack) ? " paused" : ""}${op.stack !== "main" ? " side" : ""}`,
+      `seq-row kind-${op.kind}${shape === "span" ? "" : ` ${shape.startsWith("tool") ? "tool" : "loop"}`}` +
+        `${op.lifecycle === "in_flight" ? " in-flight" : ""}${anim ? " anim" : ""}${error ? " err" : ""}` +
+        `${severity ? ` sev-${severity}` : ""}${proj.paused(op.stack) ? " paused" : ""}${op.stack !== "main" ? " side" : ""}`,
     );
-    const [gutter, arrow, label] = row.children;
+    const [gutter, gap, arrow, label] = row.children;
     setText(gutter, op.id.replace(/^op-/, "#"));
-    const text = labels.operation(op, proj.byId, tier);
-    setText(label, text);
-    setAttr(row, "title", `${text}\n${op.id} · ${op.kind} · ${op.stack}${op.outcome ? ` · ${op.outcome}` : ""}`);
-    if (loop) {
-      arrow.style.left = `${a}px`;
-      arrow.style.width = `${Math.min(36, colW / 3)}px`;
-      label.style.left = `${a + Math.min(36, colW / 3) + 6}px`;
-      label.style.width = `${Math.max(60, colW - 10)}px`;
-      setClass(arrow, "rtl", false);
-    } else {
-      const left = Math.min(a, b);
-      arrow.style.left = `${left}px`;
-      arrow.style.width = `${Math.abs(b - a)}px`;
-      label.style.left = `${left + 6}px`;
-      label.style.width = `${Math.max(60, Math.abs(b - a) - 12)}px`;
-      setClass(arrow, "rtl", b < a);
-    }
+    const wait = timeAxis && gaps[index] >= 1000 ? `+${preciseDuration(gaps[index])}` : "";
+    setText(gap, wait);
+    gap.hidden = !wait;
+    if (wait) gap.style.top = `${-Math.max(12, (tops[index] - (index ? tops[index - 1] : 0) - ROW_H) / 2 + 6)}px`;
+    const text = labels.operation(op, proj.byId, tier, proj.multi);
+    const ms = op.kind === "call" ? elapsedMs(op) : null;
+    const took = ms === null ? "" : preciseDuration(ms);
+    setText(label.children[0], text);
+    setText(label.children[1], took);
+    label.children[1].hidden = !took;
+    setAttr(
+      row,
+      "title",
+      `${text}\n${op.id} · ${op.kind} · ${op.stack}${op.outcome ? ` · ${op.outcome}` : ""}${took ? ` · ${took}` : ""}`,
+    );
+    const place = placeRow(a, b, shape, colW, width);
+    arrow.style.left = `${place.arrowLeft}px`;
+    arrow.style.width = `${place.arrowWidth}px`;
+    label.style.left = `${place.labelLeft}px`;
+    label.style.width = `${place.labelWidth}px`;
+    setClass(arrow, "rtl", place.rtl);
+    setClass(label, "flip", place.flip);
   }
 
   function drawRows() {
     if (!model) return;
     const top = scroller.scrollTop - HEAD_H;
-    const first = Math.max(0, Math.floor(top / ROW_H) - OVERSCAN);
-    const last = Math.min(visibleOps.length, Math.ceil((top + (scroller.clientHeight || 600)) / ROW_H) + OVERSCAN);
+    const first = Math.max(0, rowAt(tops, top) - OVERSCAN);
+    const last = Math.min(visibleOps.length, rowAt(tops, top + (scroller.clientHeight || 600)) + 1 + OVERSCAN);
     gen += 1;
-    for (let i = first; i < last; i += 1) {
+    const order = [];
+    const focused = document.activeElement && document.activeElement.closest ? document.activeElement.closest(".seq-row") : null;
+    let keep = focused && rows.get(focused.dataset.op) === focused ? Number(focused.dataset.index) : -1;
+    if (keep >= 0 && (!visibleOps[keep] || visibleOps[keep].id !== focused.dataset.op)) keep = -1;
+    const indexes = [];
+    if (keep >= 0 && keep < first && keep < visibleOps.length) indexes.push(keep);
+    for (let i = first; i < last; i += 1) indexes.push(i);
+    if (keep >= last && keep < visibleOps.length) indexes.push(keep);
+    for (const i of indexes) {
       const op = visibleOps[i];
       const row = keyedChild(body, rows, op.id, gen, () => {
-        const node = el("div", "seq-row", el("span", "seq-gutter"), el("span", "seq-arrow"), el("span", "seq-label"));
+        const node = el(
+          "div", "seq-row",
+          el("span", "seq-gutter"), el("span", "seq-gap"), el("span", "seq-arrow"),
+          el("span", "seq-label", el("span", "seq-text"), el("span", "seq-dur")),
+        );
         node.tabIndex = 0;
         node.setAttribute("role", "button");
         return node;
       });
       drawRow(row, op, i);
+      order.push(row);
     }
     sweep(rows, gen);
+    // DOM order = row order, so the browser's own Tab order (and a screen reader's) is top to bottom.
+    let previous = null;
+    for (const row of order) {
+      const expected = previous ? previous.nextSibling : body.firstChild;
+      if (row !== expected) body.insertBefore(row, expected);
+      previous = row;
+    }
   }
 
   function placePartial() {
@@ -229,17 +293,18 @@ export function createSequence(container, { labels, config, onOp, onColumn }) {
       return;
     }
     if (box.el.parentNode !== canvas) canvas.appendChild(box.el);
-    const x = centre(columnKey(proj.byId.get(partial.at))) ?? GUTTER;
-    box.el.style.top = `${(index + 1) * ROW_H + 4}px`;
+    const p = proj.byId.get(partial.at);
+    const x = centre(columnKey(p) || "human") ?? GUTTER;
+    box.el.style.top = `${tops[index] + ROW_H + 4}px`;
     box.el.style.left = `${Math.max(GUTTER, x - 24)}px`;
-    box.el.style.maxWidth = `${Math.max(280, GUTTER + columns.length * colW - x)}px`;
+    box.el.style.maxWidth = `${Math.max(280, width - x)}px`;
     setClass(box.el, "placed", true);
   }
 
   function update(next, options) {
     const { partialAt = null, partialBox = null } = options;
     const nextTier = options.tier || "detailed";
-    const key = `${nextTier}|${rolesOnly}|${partialAt}|${options.sig ?? signature(next)}`;
+    const key = `${nextTier}|${rolesOnly}|${timeAxis}|${partialAt}|${options.sig ?? signature(next)}`;
     model = next;
     partial = { at: partialAt, box: partialBox, row: partial.row };
     if (key === lastKey) return;
@@ -254,26 +319,27 @@ export function createSequence(container, { labels, config, onOp, onColumn }) {
           return !(s && s.kind === "tool") && !(d && d.kind === "tool");
         })
       : ops;
+    ({ tops, gaps } = rowTops(visibleOps, timeAxis));
     const wasFollowing = follow;
     layoutColumns();
-    const extra = partialAt ? PARTIAL_H : 0;
-    const height = visibleOps.length * ROW_H + extra + 8;
-    canvas.style.height = `${height}px`;
-    body.style.height = `${height}px`;
-    lines.style.height = `${height}px`;
+    const height = tops[visibleOps.length] + (partialAt ? PARTIAL_H : 0) + 8;
+    for (const node of [canvas, body, lines]) node.style.height = `${height}px`;
     placePartial();
     if (wasFollowing) scroller.scrollTop = scroller.scrollHeight;
     drawRows();
   }
 
+  const check = (input, on) => {
+    if (input.checked !== Boolean(on)) {
+      input.checked = Boolean(on);
+      input.dispatchEvent(new Event("change"));
+    }
+  };
+
   return {
     update,
-    setLens(on) {
-      if (lens.checked !== Boolean(on)) {
-        lens.checked = Boolean(on);
-        lens.dispatchEvent(new Event("change"));
-      }
-    },
+    setLens: (on) => check(lens.input, on),
+    setTimeAxis: (on) => check(axis.input, on),
     invalidate() {
       lastKey = "";
       layoutKey = "";
