@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.flow.fixtures import SCENARIOS
 
 from orchestrator.flow.adapter import build_model
 from orchestrator.flow.subject import MAX_CHARS, call_subject, clip, result_subject, text_subject
@@ -109,3 +110,11 @@ def test_the_adapter_puts_subjects_on_calls_and_returns() -> None:
     ]
     assert ops[2].metrics is not None and ops[2].metrics.elapsed_ms == 1_000
     assert (ops[3].severity, ops[3].note) == ("warn", "exit 2")
+
+
+def test_observe_and_terminate_carry_their_details() -> None:
+    events = next(s for s in SCENARIOS if s.id == "rewind").events
+    ops = build_model(events, meta_status="success", now="2030-01-01T00:00:00Z").operations
+    marks = [op for op in ops if op.kind in ("observe", "terminate")]
+    details = [e["payload"]["details"] for e in events if e["type"] in ("observe", "terminate")]
+    assert marks and [op.subject for op in marks] == [text_subject(d) for d in details]

@@ -273,6 +273,7 @@ def _reference(
         lifecycle="settled",
         outcome=None,
         metrics=None,
+        subject=text_subject(p.get("details")),
     )
     state.add_frozen(operation, frame, index)
     return target

@@ -9,7 +9,8 @@ event it folds anyway:
   path only) for fetches, the target role for the context tools;
 - a delegation (``role_start``) → the task's first words; a question (``ask_human``) → the question's;
 - a tool return → the exit status when the result carries one (``exit 0``), else the non-success kind;
-- a role return (``role_finished``) → the summary's first words; an answer → the answer's.
+- a role return (``role_finished``) → the summary's first words; an answer → the answer's;
+- an observe or terminate → the first words of its ``details``.
 
 Every subject is one line (control characters and runs of whitespace become one space), at most
 :data:`MAX_CHARS` characters (cut with ``…``), and ``None`` when there is nothing to say. The arguments
