@@ -132,6 +132,20 @@ def test_columns_are_participants_and_fit_at_1024(ui_service: UiService, run_id:
     shots.save(page, "sequence-fit-scrolled")
 
 
+def test_the_watch_screen_fits_the_sequence_at_1024(run_id: str, page: Any, shots: Shots) -> None:
+    """Issue 18, problem 3 in the real shell: at 1024×700, beside the watch screen's side panel, the six
+    participant columns still fit without a horizontal scrollbar (the labels' spare room shrinks first)."""
+    page.set_viewport_size({"width": 1024, "height": 700})
+    page.goto(f"/#watch/{run_id}")
+    expect(page.get_by_test_id("watch-status")).to_have_text("success")
+    page.get_by_test_id("view-mode-sequence").click()
+    sequence = page.get_by_test_id("sequence-view")
+    expect(sequence.locator(".seq-col")).to_have_text(PARTICIPANT_COLUMNS)
+    overflow = sequence.evaluate("(el) => el.scrollWidth - el.clientWidth")
+    assert overflow <= 0, f"the sequence view overflows by {overflow}px in the watch screen at 1024 px"
+    shots.save(page, "sequence-watch-1024")
+
+
 def test_labels_say_what_and_durations_are_precise(run_id: str, page: Any, shots: Shots) -> None:
     """Issue 18, problems 9 and 8: rows name the path, command, pattern, task and exit code in every
     tier (the failure badge first), and call rows carry their duration to the millisecond."""
@@ -333,3 +347,45 @@ def test_a_long_run_keeps_headers_row_numbers_and_no_blank_rows(ui_service: UiSe
     assert report["inDom"] < 120, report["inDom"]
     expect(sequence.locator(".seq-col", has_text="Worker")).to_be_in_viewport()
     shots.save(page, "sequence-long-run")
+
+
+def test_layout_and_duration_helpers(page: Any) -> None:
+    """Issue 18, problems 3 and 8: the pure helpers behind the view — append-only participant columns,
+    the adaptive column layout, time-axis row positions and their bisection, millisecond durations."""
+    open_host(page)
+    result = page.evaluate(
+        """async () => {
+          const L = await import('/static/seqlayout.js');
+          const { preciseDuration, instanceNumber } = await import('/static/labels.js');
+          const p = (id, kind, role) => ({ id, kind, role });
+          const first = L.growColumns([], [p('human:root', 'human', 'human'), p('role:lead:1', 'role', 'lead'),
+            p('tool:read_file:1', 'tool', 'read_file'), p('role:coder:1', 'role', 'coder')]);
+          const grown = L.growColumns(first, [p('role:coder:2', 'role', 'coder'),
+            p('interrupt:1', 'interrupt', 'interrupt'), p('role:planner:1', 'role', 'planner')]);
+          const same = L.growColumns(grown, [p('role:lead:2', 'role', 'lead')]) === grown;
+          const ops = ['00.000', '00.100', '03.100', '03.100', 'garbage']
+            .map((t) => ({ startedAt: `2026-01-01T00:00:${t}Z` }));
+          const even = L.rowTops(ops, false);
+          const timed = L.rowTops(ops, true);
+          return {
+            first, grown, same,
+            narrow: L.columnLayout(660, 6), wide: L.columnLayout(2000, 4), crowded: L.columnLayout(900, 18),
+            even: [...even.tops], timed: [...timed.tops], gaps: [...timed.gaps],
+            at: [L.rowAt(timed.tops, -5), L.rowAt(timed.tops, 33), L.rowAt(timed.tops, 34), L.rowAt(timed.tops, 10_000)],
+            durations: [0.4, 184, 2345, 65_000, 3_725_000, null].map(preciseDuration),
+            numbers: ['role:coder:3', 'human:root'].map(instanceNumber),
+          };
+        }"""
+    )
+    assert result["first"] == ["human", "lead", "coder"]  # a tool has no column
+    assert result["grown"] == ["human", "lead", "coder", "interrupt", "planner"] and result["same"]
+    assert result["narrow"] == {"colW": 84, "tail": 98}  # fits 660 px: the tail gives way first
+    assert result["wide"] == {"colW": 240, "tail": 120}
+    assert result["crowded"] == {"colW": 84, "tail": 0}  # 18 columns scroll sideways
+    assert result["even"] == [0, 30, 60, 90, 120, 150]
+    # 100 ms adds 4 px, 3 s adds 120 px, no gap keeps the 30 px minimum, an unparsable time 30 px
+    assert result["timed"] == [0, 34, 184, 214, 244, 274]
+    assert result["gaps"] == [0, 100, 3000, 0, 0]
+    assert result["at"] == [0, 0, 1, 4]
+    assert result["durations"] == ["0.000 s", "0.184 s", "2.3 s", "1 m 05 s", "1 h 02 m", ""]
+    assert result["numbers"] == ["3", ""]

@@ -91,7 +91,8 @@ export function createFlowGraph(container, { labels, onNode, onOp }) {
     node.dataset.pid = t.sample.id;
     setText(node.children[0], labels.participant(t.sample, tier));
     setText(node.children[1], `×${t.count}`);
-    const cost = t.kind === "role" ? [t.tokens ? `${compact(t.tokens)} tok` : "", duration(t.seconds)] : [duration(t.seconds)];
+    const took = Number.isFinite(t.ms) ? preciseDuration(t.ms) : duration(t.seconds);
+    const cost = t.kind === "role" ? [t.tokens ? `${compact(t.tokens)} tok` : "", took] : [took];
     setText(node.children[2], cost.filter(Boolean).join(" · "));
     const info = [labels.description(t.sample, tier), typeInfo ? typeInfo(t) : null, t.errors ? `${t.errors} error return(s)` : null];
     setAttr(node, "title", info.filter(Boolean).join("\n") || null);

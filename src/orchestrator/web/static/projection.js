@@ -152,7 +152,7 @@ function wholeRun(types, totals) {
     const sample = seen ? seen.sample : { id: `${t.key}:1`, role: t.name, kind: t.kind, instanceId: null };
     return {
       key: t.key, kind: t.kind, role: t.name, sample, count: t.count, tokens: t.tokens,
-      cached: t.cachedPromptTokens, seconds: Math.round(t.ms / 1000), errors: t.errors,
+      cached: t.cachedPromptTokens, seconds: Math.round(t.ms / 1000), ms: t.ms, errors: t.errors,
     };
   });
 }

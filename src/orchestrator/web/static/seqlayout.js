@@ -3,7 +3,7 @@
 //
 //   columnKey(p) -> "human" | "interrupt" | <role name> | null (a tool: it has no column of its own)
 //   growColumns(columns, participants) -> columns   append-only: new keys go on the right, never reorder
-//   columnWidth(available, count) -> px
+//   columnLayout(available, count) -> {colW, tail}  column width and the room kept right of the last one
 //   rowTops(ops, timeAxis) -> {tops, gaps}          tops[i] = y of row i, tops[n] = the total height;
 //                                                   gaps[i] = ms since the previous row (time axis only)
 //   rowAt(tops, y) -> index of the row under y (binary search)
@@ -20,7 +20,8 @@ export const HEAD_H = 36;
 export const GUTTER = 58;
 export const MIN_COL_W = 84;
 export const MAX_COL_W = 240;
-/** Room kept right of the last column for its tool lane and labels. */
+/** At most this much room is kept right of the last column for its tool lane and labels (less when the
+ * pane is narrow: a label that finds no room on the right goes left of its lifeline). */
 export const TAIL = 120;
 /** The tool lane: how far a tool stub reaches right of its caller's lifeline. */
 export const TOOL_W = 30;
@@ -53,10 +54,12 @@ export function growColumns(columns, participants) {
   return next;
 }
 
-/** The width of one column so `count` columns fill `available` px (bounded; a narrow view scrolls). */
-export function columnWidth(available, count) {
-  const share = Math.floor((available - GUTTER - TAIL) / Math.max(1, count));
-  return Math.max(MIN_COL_W, Math.min(MAX_COL_W, share));
+/** Column width and tail so `count` columns fill `available` px (bounded; a narrow view scrolls). */
+export function columnLayout(available, count) {
+  const n = Math.max(1, count);
+  const tail = Math.max(0, Math.min(TAIL, available - GUTTER - n * MIN_COL_W));
+  const colW = Math.max(MIN_COL_W, Math.min(MAX_COL_W, Math.floor((available - GUTTER - tail) / n)));
+  return { colW, tail };
 }
 
 /**

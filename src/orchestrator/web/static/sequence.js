@@ -20,7 +20,7 @@ import { elapsedMs, preciseDuration, severityOf } from "./labels.js";
 import { opSignature, project, signature } from "./projection.js";
 import { el, ensureStylesheet, keyedChild, setAttr, setClass, setClassName, setText, sweep } from "./rvdom.js";
 import {
-  GUTTER, HEAD_H, ROW_H, TAIL, columnKey, columnWidth, growColumns, placeRow, rowAt, rowTops,
+  GUTTER, HEAD_H, ROW_H, columnKey, columnLayout, growColumns, placeRow, rowAt, rowTops,
 } from "./seqlayout.js";
 
 const OVERSCAN = 12;
@@ -121,7 +121,9 @@ export function createSequence(container, { labels, onOp, onColumn }) {
     if (cell && onColumn) onColumn(cell.dataset.col);
   });
   const resize = typeof ResizeObserver === "function" ? new ResizeObserver(() => {
-    if (model && columnWidth(scroller.clientWidth || 900, columns.length) !== colW) redraw();
+    if (!model) return;
+    const layout = columnLayout(scroller.clientWidth || 900, columns.length);
+    if (layout.colW !== colW || GUTTER + columns.length * layout.colW + layout.tail !== width) redraw();
   }) : null;
   if (resize) resize.observe(scroller);
 
@@ -145,10 +147,11 @@ export function createSequence(container, { labels, onOp, onColumn }) {
     known = growColumns(known, model.participants);
     columns = known;
     colIndex = new Map(columns.map((k, i) => [k, i]));
-    colW = columnWidth(scroller.clientWidth || 900, columns.length);
-    width = GUTTER + columns.length * colW + TAIL;
+    const layout = columnLayout(scroller.clientWidth || 900, columns.length);
+    colW = layout.colW;
+    width = GUTTER + columns.length * colW + layout.tail;
     const counts = columns.map((k) => proj.instances.get(k) || 0).join(",");
-    const key = `${tier}|${colW}|${columns.join(",")}|${counts}`;
+    const key = `${tier}|${colW}|${width}|${columns.join(",")}|${counts}`;
     if (key === layoutKey) return;
     layoutKey = key;
     gen += 1;
