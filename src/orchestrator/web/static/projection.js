@@ -172,7 +172,7 @@ function tally(types, p, op) {
   const key = typeKey(p);
   let t = types.get(key);
   if (t === undefined) {
-    t = { key, kind: p.kind, role: p.role, sample: p, count: 0, tokens: 0, cached: 0, seconds: 0, errors: 0 };
+    t = { key, kind: p.kind, role: p.role, sample: p, count: 0, tokens: 0, cached: 0, seconds: 0, ms: 0, errors: 0 };
     types.set(key, t);
   }
   t.count += 1;
@@ -180,5 +180,6 @@ function tally(types, p, op) {
     t.tokens += op.metrics.tokens || 0;
     t.cached += op.metrics.cachedPromptTokens || 0;
     t.seconds += op.metrics.elapsedSeconds || 0;
+    t.ms += op.metrics.elapsedMs ?? (op.metrics.elapsedSeconds || 0) * 1000;
   }
 }
