@@ -186,6 +186,7 @@ def test_the_time_axis_spaces_rows_by_time(run_id: str, page: Any, shots: Shots)
     steps = [timed[i] - timed[i - 1] for i in sorted(timed) if i - 1 in timed]
     assert min(steps) >= 30, steps  # the minimum row height holds
     assert max(steps) >= 60, steps  # the slow turn's gap shows
+    sequence.evaluate("(el) => { el.scrollTop = 0; }")
     shots.save(page, "sequence-time-axis")
     page.get_by_test_id("sequence-time-axis").uncheck()
     expect(sequence.locator(".seq-gap:visible")).to_have_count(0)
@@ -371,7 +372,7 @@ def test_layout_and_duration_helpers(page: Any) -> None:
             first, grown, same,
             narrow: L.columnLayout(660, 6), wide: L.columnLayout(2000, 4), crowded: L.columnLayout(900, 18),
             even: [...even.tops], timed: [...timed.tops], gaps: [...timed.gaps],
-            at: [L.rowAt(timed.tops, -5), L.rowAt(timed.tops, 33), L.rowAt(timed.tops, 34), L.rowAt(timed.tops, 10_000)],
+            at: [-5, 33, 34, 10_000].map((y) => L.rowAt(timed.tops, y)),
             durations: [0.4, 184, 2345, 65_000, 3_725_000, null].map(preciseDuration),
             numbers: ['role:coder:3', 'human:root'].map(instanceNumber),
           };

@@ -165,7 +165,7 @@ export function createSequence(container, { labels, onOp, onColumn }) {
       cell.style.left = `${GUTTER + i * colW}px`;
       cell.style.width = `${colW}px`;
       const pseudo = k === "human" || k === "interrupt";
-      setClassName(cell, `seq-col kind-${pseudo ? k : "role"}`);
+      setClassName(cell, `seq-col kind-${pseudo ? k : "role"}${colW < 110 ? " narrow" : ""}`);
       const n = pseudo ? 0 : proj.instances.get(k) || 0;
       const name = labels.column(k, tier);
       setText(cell, n > 1 ? `${name} ×${n}` : name);
