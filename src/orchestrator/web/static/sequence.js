@@ -47,7 +47,7 @@ export function createSequence(container, { labels, onOp, onColumn }) {
   head.dataset.testid = "sequence-head";
   const corner = el("div", "seq-corner", "#");
   const canvas = el("div", "seq-canvas");
-  const lines = el("div", "seq-lines");
+  const lines = el("div", "seq-lines", el("div", "seq-rail")); // the rail: the row numbers' sticky backdrop
   const body = el("div", "seq-body");
   head.appendChild(corner);
   canvas.append(lines, body);
