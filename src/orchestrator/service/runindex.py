@@ -20,6 +20,7 @@ import trio
 
 from orchestrator.flow import FlowState, InteractionModel, finalize, fold, operation_details
 from orchestrator.flow.calltree import CallTree, TreeState, Waterfall, call_tree, fold_tree, totals, waterfall
+from orchestrator.flow.search import SearchState, index_event
 from orchestrator.runlog.reader import decode_line
 from orchestrator.service.logwindow import RECENT_ROWS, RunAggregate
 
@@ -46,6 +47,8 @@ class RunIndex(Sequence[dict[str, Any]]):
         self._lengths = array("q")
         self._read_to = 0
         self._cache: OrderedDict[int, dict[str, Any]] = OrderedDict()
+        #: the search index (``flow/search.py``), built on the first search and kept current from then on
+        self._search: SearchState | None = None
 
     def update(self) -> int:
         """Fold complete lines appended since the last call; returns how many events were new.
@@ -96,7 +99,22 @@ class RunIndex(Sequence[dict[str, Any]]):
             self.aggregate.add(event, first + k, row=k >= rows_from)
             fold(self.flow, event)
             fold_tree(self.tree, event)
+            if self._search is not None:
+                index_event(self._search, event)
         return len(batch)
+
+    def search_state(self) -> SearchState:
+        """The search index, synced with the flow state; the first call reads the log once to build it
+        (call it where ``update`` runs: in the worker thread, under the index's lock)."""
+        if self._search is None:
+            state = SearchState()
+            with self.path.open("rb") as handle:
+                for start, length in zip(self._starts, self._lengths, strict=True):
+                    handle.seek(start)
+                    index_event(state, decode_line(handle.read(length)) or {})
+            self._search = state
+        self._search.sync(self.flow.details)
+        return self._search
 
     def __len__(self) -> int:
         return len(self._starts)
@@ -154,10 +172,10 @@ class RunIndexes:
         self._indexes: OrderedDict[str, RunIndex] = OrderedDict()
         self._locks: dict[str, trio.Lock] = {}
 
-    async def get(self, run_id: str) -> RunIndex:
-        """The run's index, caught up with its log. The fold runs in a worker thread (the first poll of
-        a million-event log takes seconds and must not stall the service or the active run); one
-        update per index at a time."""
+    async def get(self, run_id: str, *, search: bool = False) -> RunIndex:
+        """The run's index, caught up with its log (with ``search``, its search index too). The fold runs
+        in a worker thread (the first poll of a million-event log takes seconds and must not stall the
+        service or the active run); one update per index at a time."""
         index = self._indexes.get(run_id)
         if index is None:
             index = RunIndex(self._root / run_id)
@@ -170,4 +188,6 @@ class RunIndexes:
             self._indexes.move_to_end(run_id)
         async with self._locks[run_id]:
             await trio.to_thread.run_sync(index.update)
+            if search:
+                await trio.to_thread.run_sync(index.search_state)
         return index
