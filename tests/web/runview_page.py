@@ -10,7 +10,8 @@ checks let its WebSocket reach the server, which a route-fulfilled document woul
   polls ``GET /api/runs/:id/flow`` and ``GET /api/runs/:id`` every ``interval`` ms like the shell does,
   timing each poll's main-thread work (JSON parse + render + the style/layout it causes, forced by
   reading ``offsetHeight``) into ``rvHost.stats``;
-- ``rvHost.view`` is the run view (``setMode``, ``setTier``);
+- ``rvHost.view`` is the run view (``setMode``, ``setTier``, ``focusOperation``); its "Show all"
+  (``showAllOperations``) switches the polls to ``?window=all`` as the shell does;
 - ``rvHost.markdown`` is the imported ``markdown.js`` module.
 """
 
@@ -42,6 +43,7 @@ async function mount(runId, { interval = 250, flowQuery = "" } = {}) {
   stream.subscribe(runId);
   const view = createRunView(document.getElementById("host"), {
     runId, config, api: { get }, stream, getTier: () => "detailed",
+    showAllOperations: () => { flowQuery = "?window=all"; },
   });
   window.rvHost.view = view;
   window.rvHost.stream = stream;

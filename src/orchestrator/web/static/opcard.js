@@ -9,7 +9,7 @@
 
 import { badge, severityOf } from "./labels.js";
 import { renderMarkdown } from "./markdown.js";
-import { boundedCache, clock, compact, duration, el } from "./rvdom.js";
+import { boundedCache, clock, compact, copyText, duration, el } from "./rvdom.js";
 
 const details = boundedCache(300);
 
@@ -68,7 +68,15 @@ export function openOperationCard(ctx, { opId, model, labels, tier = "detailed",
   document.addEventListener("keydown", onKey, true);
 
   const title = op ? labels.operation(op, byId, tier) : opId;
-  card.append(el("header", "rv-card-head", el("h3", "rv-card-title", title), close));
+  // "Copy link": the address that reopens this run at this operation (#watch/<run>/op-N).
+  const link = el("button", "rv-link rv-copy-link", "Copy link");
+  link.type = "button";
+  link.dataset.testid = "card-copy-link";
+  link.dataset.link = `${location.origin}/#watch/${encodeURIComponent(ctx.runId)}/${opId}`;
+  link.addEventListener("click", async () => {
+    link.textContent = (await copyText(link.dataset.link)) ? "Copied" : "Copy failed";
+  });
+  card.append(el("header", "rv-card-head", el("h3", "rv-card-title", title), link, close));
   if (op) {
     const src = byId.get(op.source);
     const dst = byId.get(op.destination);

@@ -2,7 +2,8 @@
 // live partial text, operation cards and the instance inspector.
 //
 // Public interface (agreed with the shell):
-//   createRunView(root, ctx) -> {render(flow, runView), setMode('flow'|'sequence'), setTier(t), destroy()}
+//   createRunView(root, ctx) -> {render(flow, runView), setMode('flow'|'sequence'), setTier(t),
+//                                focusOperation(opId), destroy()}
 //   ctx = {runId, config (GET /api/config), api: {get(path) -> Promise<json>},
 //          stream (stream.js createStream(), or any object with onDelta(fn) -> unsubscribe; or null),
 //          getTier() -> 'detailed'|'friendly'|'whimsical',
@@ -27,6 +28,7 @@ import { openOperationCard } from "./opcard.js";
 import { project, signature } from "./projection.js";
 import { compact, duration, el, ensureStylesheet, setClass, setText } from "./rvdom.js";
 import { createSequence } from "./sequence.js";
+import { createSearch } from "./search.js";
 import { createPartials } from "./stream.js";
 
 /** participant id <-> log instance id, from the model (instanceId) and the run view's role tree. */
@@ -119,7 +121,8 @@ export function createRunView(root, ctx) {
   const seqPane = el("div", "rv-pane rv-seq");
   seqPane.hidden = true;
   const cards = el("div", "rv-cards");
-  view.append(el("div", "rv-top", badge, caption), cost, note, flowPane, seqPane, cards);
+  const searchHost = el("div", "rv-search");
+  view.append(el("div", "rv-top", badge, caption), cost, searchHost, note, flowPane, seqPane, cards);
   root.appendChild(view);
 
   const partialBox = createPartialBox();
@@ -133,6 +136,18 @@ export function createRunView(root, ctx) {
   flowPane.appendChild(treePane);
   const callTree = createCallTree(treePane, { labels, onInstance: (id, role) => showInstance(id, role) });
   let treeKey = null;
+  // Search and jump (search.js): the search box, n / p over the run's landmarks, focusOperation.
+  const search = createSearch(searchHost, ctx, {
+    getFlow: () => flow,
+    getMode: () => mode,
+    openCard: (opId) => showOperation(opId),
+    scrollSequence: (opId) => (typeof sequence.scrollToOp === "function" ? sequence.scrollToOp(opId) : false),
+    participantInstance: (pid) => maps.toInstance.get(pid) || null,
+    openTurn: ({ instanceId, role, focusIndex }) => {
+      if (inspector) inspector.close();
+      inspector = openInspector(inspectorCtx, { instanceId, role, participantId: maps.toParticipant.get(instanceId) || null, focusIndex });
+    },
+  });
 
   const source = ctx.stream;
   const listen = source && typeof source.onDelta === "function" ? source.onDelta.bind(source)
@@ -298,6 +313,7 @@ export function createRunView(root, ctx) {
         maps = instanceMaps(flow, runView);
       }
       draw();
+      search.afterRender();
       lastRenderAt = performance.now();
     },
     setMode(next) {
@@ -315,6 +331,10 @@ export function createRunView(root, ctx) {
       tier = next;
       draw();
     },
+    /** Select `op-N` in the current view: its card, its sequence row, the inspector at its turn. */
+    focusOperation(opId) {
+      return search.focusOperation(opId);
+    },
     /** The current mode (for shells that show a toggle). */
     get mode() {
       return mode;
@@ -323,6 +343,7 @@ export function createRunView(root, ctx) {
       if (frame) cancelAnimationFrame(frame);
       if (unlisten) unlisten();
       if (inspector) inspector.close();
+      search.destroy();
       graph.destroy();
       sequence.destroy();
       view.remove();

@@ -8,6 +8,7 @@
 //
 //   createSequence(container, {labels, config, onOp(opId), onColumn(key)}) -> {
 //     update(model, {tier, sig?, partialAt, partialBox}), setLens(rolesOnly), setTimeAxis(on),
+//     scrollToOp(opId) -> bool,
 //     invalidate(), destroy() }
 //
 // Rows are virtualized: the canvas is as tall as every row, but only the rows inside the scrolled
@@ -76,6 +77,7 @@ export function createSequence(container, { labels, onOp, onColumn }) {
   let partial = { at: null, box: null, row: -1 };
   let follow = true;
   let frame = 0;
+  let highlighted = null; // the op id scrollToOp highlighted
 
   const redraw = () => {
     lastKey = "";
@@ -210,7 +212,8 @@ export function createSequence(container, { labels, onOp, onColumn }) {
       row,
       `seq-row kind-${op.kind}${shape === "span" ? "" : ` ${shape.startsWith("tool") ? "tool" : "loop"}`}` +
         `${op.lifecycle === "in_flight" ? " in-flight" : ""}${anim ? " anim" : ""}${error ? " err" : ""}` +
-        `${severity ? ` sev-${severity}` : ""}${proj.paused(op.stack) ? " paused" : ""}${op.stack !== "main" ? " side" : ""}`,
+        `${severity ? ` sev-${severity}` : ""}${op.id === highlighted ? " focused" : ""}` +
+        `${proj.paused(op.stack) ? " paused" : ""}${op.stack !== "main" ? " side" : ""}`,
     );
     const [gutter, gap, arrow, label] = row.children;
     setText(gutter, op.id.replace(/^op-/, "#"));
@@ -343,6 +346,22 @@ export function createSequence(container, { labels, onOp, onColumn }) {
     update,
     setLens: (on) => check(lens.input, on),
     setTimeAxis: (on) => check(axis.input, on),
+    /** Scroll `opId`'s row to the middle of the viewport and highlight it (the lens is lifted when it hides
+     * the row); false when the model has no such operation. */
+    scrollToOp(opId) {
+      if (!model) return false;
+      if (rolesOnly && !visibleOps.some((op) => op.id === opId) && (model.operations || []).some((op) => op.id === opId)) {
+        check(lens.input, false);
+      }
+      const index = visibleOps.findIndex((op) => op.id === opId);
+      if (index < 0) return false;
+      highlighted = opId;
+      follow = false;
+      scroller.scrollTop = Math.max(0, HEAD_H + tops[index] + ROW_H / 2 - (scroller.clientHeight || 600) / 2);
+      drawRows();
+      for (const [id, row] of rows) setClass(row, "focused", id === opId);
+      return true;
+    },
     invalidate() {
       lastKey = "";
       layoutKey = "";
