@@ -313,7 +313,7 @@ export function createRunView(root, ctx) {
         maps = instanceMaps(flow, runView);
       }
       draw();
-      search.afterRender();
+      search.afterRender(Boolean(runView));
       lastRenderAt = performance.now();
     },
     setMode(next) {

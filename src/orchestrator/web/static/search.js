@@ -1,7 +1,7 @@
 // Search and jump (issue 18): the run view's search box and results, landmark stepping with `n` / `p`,
 // and the run view's focusOperation.
 //
-//   createSearch(host, ctx, view) -> {focusOperation(opId, hint?), afterRender(), destroy()}
+//   createSearch(host, ctx, view) -> {focusOperation(opId, hint?), afterRender(known), destroy()}
 //   ctx  = the run view's ctx ({runId, api: {get(path)}, showAllOperations?()})
 //   view = {getFlow() -> model, getMode() -> 'flow'|'sequence', openCard(opId), scrollSequence(opId) -> bool,
 //           openTurn({instanceId, role, focusIndex}), participantInstance(pid) -> instanceId|null}
@@ -271,8 +271,10 @@ export function createSearch(host, ctx, view) {
 
   return {
     focusOperation,
-    /** After each render: land a jump that waited for the model, refresh the landmarks when the run grew. */
-    afterRender() {
+    /** After each render: land a jump that waited for the model; refresh the landmarks when the run grew
+     * (`known`: the server's run view came with the model, so the run exists there — a view fed models
+     * alone, like the scenario player, never asks). */
+    afterRender(known) {
       const flow = view.getFlow();
       if (!flow) return;
       if (pending) {
@@ -286,7 +288,7 @@ export function createSearch(host, ctx, view) {
       }
       const key = `${flow.status}|${flow.operationsTotal ?? (flow.operations || []).length}`;
       const live = flow.status === "running" || flow.status === "unknown" || flow.status === "needs_clarification";
-      if (key !== marksKey && (!live || performance.now() - marksAt > LIVE_REFRESH_MS)) {
+      if (known && key !== marksKey && (!live || performance.now() - marksAt > LIVE_REFRESH_MS)) {
         marksKey = key;
         loadMarks();
       }
