@@ -17,6 +17,7 @@ from tests.flow.fixtures import SCENARIOS
 from tests.flow.logs import at, log, random_logs, start, tcall, tresult, usage
 
 from orchestrator.flow import InteractionModel, build_model, operation_details
+from orchestrator.flow.search import landmarks, parse_query, search
 from orchestrator.runlog import read_events
 from orchestrator.service import runindex
 from orchestrator.service.logwindow import RECENT_ROWS
@@ -174,3 +175,36 @@ def test_unknown_operation_ids_raise_key_error(tmp_path: Path) -> None:
     for bad in ("op-2", "op-0", "op-01", "x", ""):
         with pytest.raises(KeyError):
             index.details(bad)
+
+
+def _search_view(index: RunIndex) -> tuple:
+    state = index.search_state()
+    hits = search(state, parse_query("is:problem"), limit=1000).hits + search(state, parse_query("x"), limit=1000).hits
+    return state.events, list(state.op_events), hits, landmarks(state)
+
+
+def test_the_search_index_is_built_lazily_then_kept_current_like_a_fresh_build(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    entries = [start("orchestrator"), tcall("orchestrator", "x", '{"path": "a/x.py"}'), tresult("orchestrator", "x")]
+    failing = [
+        tcall("orchestrator", "x"),
+        tresult("orchestrator", "x", "timeout"),
+        ("interrupt", {"trigger": "inquiry"}),
+    ]
+    events = log(*entries, *failing)
+    path.write_bytes(b"".join(_line(e) for e in events[:3]))
+    index = RunIndex(tmp_path)
+    index.update()
+    assert index._search is None  # nothing searched yet: no index kept
+    assert _search_view(index)[0] == 3
+    with path.open("ab") as handle:
+        handle.write(b"".join(_line(e) for e in events[3:]))
+    index.update()  # folds the new events into the search index too
+    fresh = RunIndex(tmp_path)
+    fresh.update()
+    grown = _search_view(index)
+    assert grown == _search_view(fresh)
+    assert [mark.category for mark in grown[3]] == ["fail", "interrupt"]
+    path.write_bytes(_line(events[0]))  # a shrunk log drops the search index with everything else
+    index.update()
+    assert index._search is None and _search_view(index)[0] == 1

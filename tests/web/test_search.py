@@ -97,9 +97,7 @@ def _long_run(ui_service: UiService) -> str:
     return LONG_RUN
 
 
-def test_search_finds_a_file_path_and_a_click_jumps_to_its_call(
-    ui_service: UiService, page: Any, shots: Shots
-) -> None:
+def test_search_finds_a_file_path_and_a_click_jumps_to_its_call(ui_service: UiService, page: Any, shots: Shots) -> None:
     """Issue 18, problem 6: server-side search over the run; a hit opens its operation and its turn."""
     run_id = _story_run(ui_service)
     open_host(page)
@@ -185,7 +183,10 @@ def test_copy_link_and_the_address_name_the_operation(ui_service: UiService, pag
     expect(card).to_have_attribute("data-op", "op-4")
     page.wait_for_function("(id) => location.hash === `#watch/${id}/op-4`", arg=run_id)
     assert page.evaluate("history.length") == history  # replaceState: no entry per jump
-    page.keyboard.press("Escape")  # the inspector
+    inspector = page.get_by_test_id("inspector")
+    expect(inspector).to_be_visible()  # opened at the located event's turn (a link has no hit to tell)
+    page.keyboard.press("Escape")
+    expect(inspector).to_be_hidden()
     card.get_by_test_id("card-copy-link").click()
     expect(card.get_by_test_id("card-copy-link")).to_have_text("Copied")
     assert page.evaluate("navigator.clipboard.readText()") == f"{ui_service.base_url}/#watch/{run_id}/op-4"

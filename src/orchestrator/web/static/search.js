@@ -253,20 +253,26 @@ export function createSearch(host, ctx, view) {
     if (/^#watch(\/|$)/.test(location.hash)) {
       history.replaceState(history.state, "", `#watch/${encodeURIComponent(ctx.runId)}/${opId}`);
     }
-    const flow = view.getFlow();
-    const present = flow && (flow.operations || []).some((o) => o.id === opId);
-    if (!present && flow && Number(flow.operationsOmitted) > 0 && typeof ctx.showAllOperations === "function") {
-      pending = { opId, hint, renders: 0 };
+    pending = { opId, hint, renders: 0, asked: false };
+    settle(view.getFlow());
+    return true;
+  }
+
+  /** Land the pending jump once the model holds its operation; when the windowed answer left it out, ask
+   * the shell for the whole model first (once) and wait a few renders for it. */
+  function settle(flow) {
+    if (!pending || !flow) return;
+    const present = (flow.operations || []).some((o) => o.id === pending.opId);
+    const windowed = Number(flow.operationsOmitted) > 0 && typeof ctx.showAllOperations === "function";
+    if (!present && windowed && !pending.asked) {
+      pending.asked = true;
       ctx.showAllOperations(); // the next answers carry the whole model; afterRender lands the jump
-      return true;
+      return;
     }
-    if (!flow) {
-      pending = { opId, hint, renders: 0 };
-      return true;
-    }
+    if (!present && windowed && pending.renders <= 5) return;
+    const { opId, hint } = pending;
     pending = null;
     land(opId, hint);
-    return true;
   }
 
   return {
@@ -279,12 +285,7 @@ export function createSearch(host, ctx, view) {
       if (!flow) return;
       if (pending) {
         pending.renders += 1;
-        const present = (flow.operations || []).some((o) => o.id === pending.opId);
-        if (present || pending.renders > 5 || !(Number(flow.operationsOmitted) > 0)) {
-          const { opId, hint } = pending;
-          pending = null;
-          land(opId, hint);
-        }
+        settle(flow);
       }
       const key = `${flow.status}|${flow.operationsTotal ?? (flow.operations || []).length}`;
       const live = flow.status === "running" || flow.status === "unknown" || flow.status === "needs_clarification";
