@@ -51,6 +51,8 @@ def _story() -> list[dict[str, Any]]:
     s.think(helper)
     s.reply(helper, 700, 20)
     s.finish(helper, "It is fixing the date parser.")
+    resolved = {"trigger": "inquiry", "handler": "inquiry_responder", "target": coder.role_id, "action": "answered"}
+    s.emit("interrupt_resolved", {**resolved, "summary": "It is fixing the date parser."})
     s.think(coder)
     s.reply(coder, 1600, 30)
     s.tool(coder, "run_shell", {"command": "pytest", "exitCode": 0}, command="pytest -q")
@@ -213,3 +215,34 @@ def test_focus_operation_lands_outside_the_window_of_a_long_run(ui_service: UiSe
     expect(page.get_by_test_id("operation-card")).to_have_attribute("data-op", target)
     expect(page.get_by_test_id("inspector")).to_be_visible()
     shots.save(page, "focus-long-run")
+
+
+def test_the_shell_watch_screen_searches_and_jumps_at_1024(ui_service: UiService, page: Any, shots: Shots) -> None:
+    """Issue 18, problem 6 in the real shell at 1024×700: `n` jumps to the first landmark and the address
+    names it (``#watch/<run>/op-N``, replaced, not pushed)."""
+    run_id = _story_run(ui_service)
+    marks = ui_service.json(f"/api/runs/{run_id}/search", params={"landmarks": "1"})["landmarks"]
+    page.set_viewport_size({"width": 1024, "height": 700})
+    page.goto(f"/#watch/{run_id}")
+    expect(page.get_by_test_id("run-status")).to_have_text("success")
+    indicator = page.get_by_test_id("landmark-indicator")
+    expect(indicator).to_have_text(f"– of {len(marks)} problems")
+    history = page.evaluate("history.length")
+    page.keyboard.press("n")
+    expect(page.get_by_test_id("operation-card")).to_have_attribute("data-op", marks[0]["operationId"])
+    expect(indicator).to_have_text(f"1 of {len(marks)} problems")
+    page.wait_for_function("(hash) => location.hash === hash", arg=f"#watch/{run_id}/{marks[0]['operationId']}")
+    assert page.evaluate("history.length") == history
+    expect(page.get_by_test_id("inspector")).to_be_visible()
+    page.keyboard.press("Escape")
+    page.keyboard.press("/")
+    expect(page.get_by_test_id("search-input")).to_be_focused()
+    page.keyboard.type("is:ques")  # a half-typed filter says what it takes (no 400 round trip)
+    expect(page.get_by_test_id("search-results")).to_contain_text("is: takes problem, error, warn")
+    page.keyboard.type("tion utc")
+    expect(page.get_by_test_id("search-hit")).to_have_count(1)
+    expect(page.get_by_test_id("search-hit")).to_contain_text("Should dates be stored in UTC?")
+    shots.save(page, "search-shell-1024")
+    page.keyboard.press("n")  # typed into the box, not a jump
+    expect(page.get_by_test_id("search-input")).to_have_value("is:question utcn")
+    expect(page.get_by_test_id("search-results")).to_contain_text("No matches.")

@@ -21,6 +21,10 @@ const LIMIT = 100;
 const DEBOUNCE_MS = 250;
 const LIVE_REFRESH_MS = 3000;
 const MARK = { fail: "✖", warn: "⚠", question: "?", interrupt: "⚡", loop: "↻" };
+// the server's `is:` values and query-text bound (flow/search.py), checked here so a half-typed filter
+// says what it expects instead of costing a 400
+const CATEGORIES = ["problem", "error", "warn", "fail", "question", "interrupt", "loop"];
+const MAX_QUERY = 120;
 const WHAT = { fail: "failure", warn: "warning", question: "question", interrupt: "interrupt", loop: "loop check" };
 
 function typing(target) {
@@ -29,6 +33,20 @@ function typing(target) {
   const tag = target.tagName;
   if (tag === "TEXTAREA" || tag === "SELECT") return true;
   return tag === "INPUT" && !["checkbox", "radio", "button", "submit", "reset", "range", "color"].includes(target.type);
+}
+
+/** Why the server would refuse `q` (null when it would not). */
+export function queryProblem(q) {
+  const words = q.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ").split(/\s+/).filter(Boolean);
+  const text = [];
+  for (const word of words) {
+    const match = /^(role|tool|is):(\S+)$/i.exec(word);
+    if (!match) text.push(word);
+    else if (match[1].toLowerCase() === "is" && !CATEGORIES.includes(match[2].toLowerCase())) {
+      return `is: takes ${CATEGORIES.join(", ")}`;
+    }
+  }
+  return text.join(" ").length > MAX_QUERY ? `Search text is limited to ${MAX_QUERY} characters.` : null;
 }
 
 /** The hit's label line: "⚠ coder · run_shell · tool_result". */
@@ -157,6 +175,12 @@ export function createSearch(host, ctx, view) {
     if (!q) {
       results.hidden = true;
       results.replaceChildren();
+      return;
+    }
+    const problem = queryProblem(q);
+    if (problem) {
+      results.replaceChildren(el("p", "rs-empty", problem));
+      results.hidden = false;
       return;
     }
     const path = `${base}?q=${encodeURIComponent(q)}&limit=${LIMIT}${after >= 0 ? `&after=${after}` : ""}`;
