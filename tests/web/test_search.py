@@ -115,6 +115,7 @@ def test_search_finds_a_file_path_and_a_click_jumps_to_its_call(ui_service: UiSe
     expect(hits.first).to_contain_text("read_file")
     expect(hits.first).to_contain_text("path: src/dates_missing.py")
     expect(hits.last).to_have_class(re.compile(r"sev-warn"))
+    expect(hits.first.locator("mark")).to_have_text("src/dates_missing.py")
     answer = ui_service.json(f"/api/runs/{run_id}/search", params={"q": "src/dates_missing.py"})
     call_op = answer["hits"][0]["operationId"]
     shots.save(page, "search-results")

@@ -49,6 +49,13 @@ export function queryProblem(q) {
   return text.join(" ").length > MAX_QUERY ? `Search text is limited to ${MAX_QUERY} characters.` : null;
 }
 
+/** The snippet with the (lower-cased) query text marked: text nodes around one <mark>. */
+function marked(snippet, text) {
+  const at = text ? snippet.toLowerCase().indexOf(text) : -1;
+  if (at < 0 || snippet.toLowerCase().length !== snippet.length) return [snippet];
+  return [snippet.slice(0, at), el("mark", "rs-mark", snippet.slice(at, at + text.length)), snippet.slice(at + text.length)];
+}
+
 /** The hit's label line: "⚠ coder · run_shell · tool_result". */
 function hitMeta(hit) {
   const parts = [hit.role, hit.tool, hit.kind.replace(/_/g, " ")].filter(Boolean);
@@ -150,7 +157,7 @@ export function createSearch(host, ctx, view) {
         "button",
         `rs-hit${hit.severity ? ` sev-${hit.severity}` : ""}`,
         el("span", "rs-hit-meta", hitMeta(hit), el("span", "rs-hit-where", ` ${hit.operationId ? hit.operationId.replace("op-", "#") : ""} · ${hit.field}`)),
-        el("span", "rs-hit-snippet", hit.snippet),
+        el("span", "rs-hit-snippet", ...marked(hit.snippet, page.query)),
       );
       button.type = "button";
       button.dataset.testid = "search-hit";
