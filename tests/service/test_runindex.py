@@ -4,8 +4,11 @@ end in exactly ``build_model``'s model."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.flow.fixtures import SCENARIOS
 from tests.flow.logs import at, log, random_logs, start, tcall, tresult, usage
+from tests.helpers import REPO
 
 from orchestrator.flow import InteractionModel, build_model, operation_details
 from orchestrator.flow.search import landmarks, parse_query, search
@@ -208,3 +212,27 @@ def test_the_search_index_is_built_lazily_then_kept_current_like_a_fresh_build(t
     path.write_bytes(_line(events[0]))  # a shrunk log drops the search index with everything else
     index.update()
     assert index._search is None and _search_view(index)[0] == 1
+
+
+def test_searching_a_2000_operation_run_takes_well_under_100_ms(tmp_path: Path) -> None:
+    """The search index of the bench's synthetic run (~2,000 operations): each query a few ms (bound 100)."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_synthetic_search", REPO / "bench" / "log_window" / "synthetic.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    module.write_synthetic_run(tmp_path, "run-x", 4_100)
+    index = RunIndex(tmp_path / ".orchestration" / "runs" / "run-x")
+    index.update()
+    assert len(index.flow.operations) > 1_900
+    state = index.search_state()
+    timings = {}
+    for q in ("test_step_512.py", "pytest", "no-such-text", "tool:run_shell", "is:problem"):
+        began = time.perf_counter()
+        page = search(state, parse_query(q))
+        timings[q] = (time.perf_counter() - began) * 1000
+        assert all(parse_query(q).text in hit.snippet.lower() for hit in page.hits)
+    print(f"\nsearch over {len(state.entries)} indexed events: { ({q: round(ms, 2) for q, ms in timings.items()}) } ms")
+    assert max(timings.values()) < 100, timings
