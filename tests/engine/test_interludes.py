@@ -55,7 +55,7 @@ async def test_loop_check_abort_ends_the_role_with_loop_detected(tmp_path: Path,
         {"trigger": "loop_check", "handler": "loop_detector", "target": "coder-1-2"}
     ]
     resolved = of_type(events, "interrupt_resolved")
-    assert resolved[0]["action"] == "abort"
+    assert resolved[0]["action"] == "abort" and resolved[0]["summary"] == "spinning"  # the verdict's reason
     coder_card = next(f for f in of_type(events, "role_finished") if f["role"] == "coder")
     assert coder_card["error"]["kind"] == "loop_detected"
     handler_start = next(s for s in of_type(events, "role_start") if s["role"] == "loop_detector")

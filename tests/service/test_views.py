@@ -76,10 +76,26 @@ def test_run_list_entry_from_meta_and_without_one() -> None:
         "result": {"status": "error", "summary": "broke", "error": {"kind": "timeout", "message": "slow"}},
         "error": {"kind": "timeout", "message": "slow"},
         "summary": "a line",
+        "continuesFrom": None,
+        "continuedBy": [],
     }
-    bare = run_list_entry("run-2", None, None)
-    assert bare["status"] == "unknown" and bare["runId"] == "run-2"
+    bare = run_list_entry("run-2", None, None, continued=["run-3"])
+    assert bare["status"] == "unknown" and bare["runId"] == "run-2" and bare["continuedBy"] == ["run-3"]
     assert all(bare[k] is None for k in ("task", "effort", "startTime", "endTime", "result", "error", "summary"))
+
+
+def test_list_runs_links_continuations_both_ways(tmp_path: Path) -> None:
+    """Issue 18, problem 5: a parked run links forward to the runs continuing it, from their metas."""
+    root = runs_root(tmp_path)
+    parked, first, second = "run-20260101-000000", "run-20260101-000100", "run-20260101-000200"
+    for run_id in (parked, first, second):
+        (root / run_id).mkdir(parents=True)
+    write_meta(root / parked, meta("needs_clarification", run_id=parked))
+    write_meta(root / first, meta("success", run_id=first, continues_from=parked))
+    write_meta(root / second, meta(run_id=second, continues_from=parked))
+    by_id = {r["runId"]: r for r in list_runs(tmp_path)}
+    assert by_id[parked]["continuedBy"] == [first, second] and by_id[parked]["continuesFrom"] is None
+    assert by_id[first]["continuesFrom"] == parked and by_id[first]["continuedBy"] == []
 
 
 def test_list_runs_newest_first_with_summaries(tmp_path: Path) -> None:
@@ -322,6 +338,34 @@ def test_interrupt_history_pairs_inquiries_with_resolutions() -> None:
     }
     assert history[4]["message"] == "anyone?" and history[4]["resolvedAt"] == log.events[dropped]["timestamp"]
     assert history[5]["resolvedAt"] is None and history[5]["answer"] is None
+
+
+def test_loop_checks_are_listed_with_their_verdicts() -> None:
+    """Issue 18, problem 11: loop checks appear in the interrupt history, with the verdict and reason."""
+    log = Log()
+    first = log.add("interrupt", trigger="loop_check", handler="lc", target="coder-1-2")
+    inquiry(log, "how far?", target="coder-1-2")
+    verdict = {"action": "redirect", "summary": "try ls"}
+    done = log.add("interrupt_resolved", trigger="loop_check", handler="lc", target="coder-1-2", **verdict)
+    log.add("interrupt", trigger="loop_check", handler="lc", target="coder-1-3")
+    history = view(log.events)["interrupts"]
+    assert [(h["kind"], h["state"]) for h in history] == [
+        ("loop_check", "decided"),
+        ("inquiry", "waiting"),
+        ("loop_check", "checking"),
+    ]
+    assert history[0] == {
+        "kind": "loop_check",
+        "index": first,
+        "at": log.events[first]["timestamp"],
+        "handler": "lc",
+        "target": "coder-1-2",
+        "state": "decided",
+        "verdict": "redirect",
+        "reason": "try ls",
+        "resolvedAt": log.events[done]["timestamp"],
+    }
+    assert history[2]["verdict"] is None and history[2]["resolvedAt"] is None
 
 
 def test_a_resolution_pairs_with_the_inquiry_on_its_target() -> None:

@@ -206,6 +206,7 @@ class Interludes:
                 frame.instance_id,
                 action,
                 handler_status=None if card.status == "success" else card.status,
+                summary=reason or None,
             )
         )
         if action == "abort":

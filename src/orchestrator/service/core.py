@@ -356,13 +356,16 @@ class Service:
             raise RunInProgress
         return run_id
 
-    async def submit_initial(self, task: str) -> None:
-        """Queue a task at startup (the demo's); it starts now when the slot is free."""
-        await self.queue.apply(lambda items: q.transition(items, q.Enqueue(task=task), _now()))
+    async def submit_initial(self, task: str) -> str | None:
+        """Queue a task at startup (the demo's); it starts now when the slot is free. Returns its run's id
+        once it started (``None`` while it waits in the queue)."""
+        enqueue = q.Enqueue(task=task)
+        await self.queue.apply(lambda items: q.transition(items, enqueue, _now()))
         try:
             await self.tick()
         except RunIdCollision:
             pass
+        return next((i.run_id for i in self.queue.load() if i.id == enqueue.item_id), None)
 
     async def wind_down(self, seconds: float, second_signal: trio.Event) -> bool:
         """Close the gate, ask the active run to wind down, wait up to ``seconds`` (or a second signal),

@@ -34,6 +34,8 @@ Event = Mapping[str, Any]
 LINE_CHARS = 200
 #: ``recentLog`` keeps the last this many identity rows.
 RECENT_ROWS = 200
+#: the interrupt trigger of the periodic loop check, listed in the interrupt history with its verdict
+LOOP_CHECK = "loop_check"
 
 #: Turn events an instance owns (matched on roleId, else attributed by role name).
 TURN_TYPES = frozenset({names.LLM_CALL_START, names.LLM_CALL, names.LLM_UNAVAILABLE, names.CONTEXT_BUDGET_EXCEEDED})
@@ -381,11 +383,15 @@ class RunAggregate:
             entry["answer"], entry["answeredAt"] = p.get("answer"), ts
 
     def _interrupt(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
+        if p.get("trigger") == LOOP_CHECK:
+            self.interrupts.append(_loop_check(index, ts, p.get("handler"), p.get("target")))
         if p.get("trigger") != "inquiry":
             return
         self.interrupts.append(_inquiry(index, ts, p.get("message"), p.get("handler"), p.get("target"), "waiting"))
 
     def _interrupt_resolved(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
+        if p.get("trigger") == LOOP_CHECK:
+            self._loop_verdict(p, ts)
         if p.get("trigger") != "inquiry":
             return
         waiting = [e for e in self.interrupts if e["kind"] == "inquiry" and e["state"] == "waiting"]
@@ -397,6 +403,18 @@ class RunAggregate:
         answered = p.get("action") == "answered" and isinstance(summary, str) and bool(summary.strip())
         entry["state"], entry["resolvedAt"] = ("answered" if answered else "ended"), ts
         entry["answer"] = summary if answered else None
+
+    def _loop_verdict(self, p: Mapping[str, Any], ts: str) -> None:
+        """A loop check's decision (``continue`` / ``redirect`` / ``abort``) on its open entry."""
+        checking = [e for e in self.interrupts if e["kind"] == LOOP_CHECK and e["state"] == "checking"]
+        matching = [e for e in checking if e["target"] == p.get("target")] or checking
+        if not matching:
+            return
+        entry = matching[-1]
+        reason = p.get("summary")
+        entry["state"], entry["resolvedAt"] = "decided", ts
+        entry["verdict"] = p.get("action") if isinstance(p.get("action"), str) else None
+        entry["reason"] = reason if isinstance(reason, str) and reason.strip() else None
 
     def _inquiry_dropped(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
         self.interrupts.append(_inquiry(index, ts, p.get("message"), None, None, "ended"))
@@ -424,6 +442,12 @@ class RunAggregate:
         for role_id in self.open:
             self.instances[role_id].turn_open = False
             self.instances[role_id].tool_open = None
+
+
+def _loop_check(index: int, ts: str, handler: Any, target: Any) -> dict[str, Any]:
+    """A loop check in the interrupt history: ``checking`` until its verdict arrives."""
+    entry = {"kind": LOOP_CHECK, "index": index, "at": ts, "handler": handler, "target": target}
+    return {**entry, "state": "checking", "verdict": None, "reason": None, "resolvedAt": None}
 
 
 def _inquiry(index: int, ts: str, message: Any, handler: Any, target: Any, state: str) -> dict[str, Any]:

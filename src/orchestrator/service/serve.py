@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Mapping
 from functools import partial
 from importlib import resources
 from pathlib import Path
+from urllib.parse import quote
 
 import trio
 from hypercorn.config import Config
@@ -35,7 +36,7 @@ from orchestrator.service.perimeter_rules import is_loopback, policy_from_env
 from orchestrator.service.stream import stream_limits_from_env
 from orchestrator.service.token import NO_TOKEN_ENV, resolve_token
 
-__all__ = ["DEFAULT_TITLE", "bind_warnings", "build_info", "serve_main"]
+__all__ = ["DEFAULT_TITLE", "bind_warnings", "build_info", "open_link", "replay_link", "serve_main"]
 
 DEFAULT_TITLE = "Adaptive Orchestrator"
 EXIT_OK, EXIT_CONFIG, EXIT_BUSY = 0, 2, 130
@@ -93,12 +94,22 @@ def _config(host: str, port: int) -> Config:
     return config
 
 
+def open_link(bind: str, token: str | None) -> str:
+    """The address ``serve`` prints: the bind (a wildcard one through loopback, as the Host check does
+    not take 0.0.0.0 as a name) with the sign-in token."""
+    base = bind.replace("://0.0.0.0:", "://127.0.0.1:", 1).replace("://[::]:", "://[::1]:", 1)
+    return f"{base}/?token={token}" if token is not None else base
+
+
+def replay_link(link: str, run_id: str) -> str:
+    """``link`` opening the page on ``run_id``'s replay (the shell's ``#watch/<id>/replay`` route; the
+    sign-in redirect keeps the fragment)."""
+    return f"{link.removesuffix('/')}{'' if '?' in link else '/'}#watch/{quote(run_id, safe='')}/replay"
+
+
 def _announce(binds: list[str], port_file: Path | None, token: str | None = None) -> None:
-    # a wildcard bind is opened through loopback (the Host check does not take 0.0.0.0 as a name)
-    base = binds[0].replace("://0.0.0.0:", "://127.0.0.1:", 1).replace("://[::]:", "://[::1]:", 1)
-    link = f"{base}/?token={token}" if token is not None else base
     print(f"orchestrator: serving on {binds[0]} — Ctrl-C stops", file=sys.stderr)
-    print(f"orchestrator: open {link}", file=sys.stderr, flush=True)
+    print(f"orchestrator: open {open_link(binds[0], token)}", file=sys.stderr, flush=True)
     if port_file is not None:
         port = binds[0].rsplit(":", 1)[1]
         atomic_write(port_file, port.encode(), durable=False)
@@ -271,7 +282,11 @@ async def serve_main(
 
             service.attach(service_nursery)
             await service.start()
-            _announce(await service_nursery.start(serving), port_file, token)
+            binds = await service_nursery.start(serving)
+            _announce(binds, port_file, token)
             if initial_task is not None:
-                await service.submit_initial(initial_task)
+                run_id = await service.submit_initial(initial_task)
+                if run_id is not None:  # the demo opens on its run's replay, not on an empty form
+                    link = replay_link(open_link(binds[0], token), run_id)
+                    print(f"orchestrator: watch the demo run {run_id}: open {link}", file=sys.stderr, flush=True)
         return EXIT_BUSY if busy else EXIT_OK

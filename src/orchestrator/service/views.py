@@ -27,6 +27,7 @@ from orchestrator.flow.outcome import classify_tool_message
 from orchestrator.runlog import fold_request, read_events
 from orchestrator.runlog.fold import instance_key
 from orchestrator.service.logwindow import Event, Instance, RunAggregate, aggregate, as_mapping, fold, render_line
+from orchestrator.service.runthreads import continued_by
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -109,11 +110,16 @@ def latest_run_id(workspace: Path) -> str | None:
 
 
 def list_runs(workspace: Path) -> list[dict[str, Any]]:
-    """``GET /api/runs``: every run folder's entry, newest first (run ids sort lexically)."""
+    """``GET /api/runs``: every run folder's entry, newest first (run ids sort lexically), each with the
+    runs that continue it (``continuedBy``, from the same metas)."""
     root = runs_root(workspace)
+    metas = [(run_id, read_meta(root / run_id)) for run_id in _run_ids(workspace)]
+    threads = continued_by((run_id, meta.continues_from if meta else None) for run_id, meta in metas)
     return [
-        run_list_entry(run_id, read_meta(root / run_id), read_text(root / run_id / "summary.txt", strip=True))
-        for run_id in _run_ids(workspace)
+        run_list_entry(
+            run_id, meta, read_text(root / run_id / "summary.txt", strip=True), continued=threads.get(run_id, [])
+        )
+        for run_id, meta in metas
     ]
 
 
@@ -129,8 +135,11 @@ def _builtins(value: Any) -> Any:
     return msgspec.to_builtins(value) if value is not None else None
 
 
-def run_list_entry(run_id: str, meta: RunMeta | None, summary: str | None) -> dict[str, Any]:
-    """One ``GET /api/runs`` entry; a missing meta reads as nulls and ``status: unknown``."""
+def run_list_entry(
+    run_id: str, meta: RunMeta | None, summary: str | None, *, continued: Sequence[str] = ()
+) -> dict[str, Any]:
+    """One ``GET /api/runs`` entry; a missing meta reads as nulls and ``status: unknown``. ``continued``:
+    the ids of the runs continuing this one (``continuedBy``)."""
     return {
         "runId": run_id,
         "status": meta.status if meta else "unknown",
@@ -141,6 +150,8 @@ def run_list_entry(run_id: str, meta: RunMeta | None, summary: str | None) -> di
         "result": _builtins(meta.result) if meta else None,
         "error": _builtins(meta.error) if meta else None,
         "summary": summary,
+        "continuesFrom": meta.continues_from if meta else None,
+        "continuedBy": list(continued),
     }
 
 
