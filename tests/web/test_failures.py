@@ -89,7 +89,7 @@ def test_the_shell_stops_redownloading_a_finished_run(ui_service: UiService, pag
 
     page.on("response", seen)
     page.goto(f"/#watch/{run_id}")
-    expect(page.get_by_test_id("run-status")).to_have_text("success")
+    expect(page.get_by_test_id("run-status")).to_have_text("Done")
     # The shell polls every second: wait (on the page's own requests) for repeated polls of each answer.
     page.wait_for_function(
         "() => performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/flow')).length >= 3"
@@ -97,4 +97,4 @@ def test_the_shell_stops_redownloading_a_finished_run(ui_service: UiService, pag
     for kind in ("view", "flow"):
         assert statuses[kind][0] == 200, statuses
         assert statuses[kind][1:] and set(statuses[kind][1:]) == {304}, statuses
-    expect(page.get_by_test_id("run-status")).to_have_text("success")  # still drawn from the kept answer
+    expect(page.get_by_test_id("run-status")).to_have_text("Done")  # still drawn from the kept answer

@@ -189,7 +189,7 @@ def test_a_run_carrying_the_payloads_renders_inert_in_the_inspector_and_cards(
     open_host(page)
     dialogs = _arm(page)
     mount(page, run_id)
-    expect(page.get_by_test_id("run-status")).to_have_text("success")
+    expect(page.get_by_test_id("run-status")).to_have_text("Done")
     page.evaluate("rvHost.view.setMode('sequence')")
     model = ui_service.json(f"/api/runs/{run_id}/flow")
     by_id = {p["id"]: p for p in model["participants"]}

@@ -72,7 +72,7 @@ def test_a_run_completes_in_the_page_without_the_stream(page: Page, ui_service: 
     expect(result).to_be_visible()
     expect(result.get_by_test_id("result-summary")).to_have_text("Counted to three.")
     result.get_by_test_id("result-close").click()
-    expect(page.get_by_test_id("watch-status")).to_have_text("success")
+    expect(page.get_by_test_id("watch-status")).to_have_text("Done")
     assert attempts, "the page never tried the stream"
 
     # No error surface anywhere: no banner, no error notice, the live marker simply off.

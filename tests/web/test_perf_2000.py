@@ -64,7 +64,7 @@ def test_a_2000_operation_run_polls_under_100ms(ui_service: UiService, page: Any
     # the measured polls draw all ~2,000 operations, as the shell does after "Show all"
     open_host(page)
     mount(page, RUN_ID, interval_ms=200, flow_query="?window=all")
-    page.wait_for_selector("[data-testid=run-status]:has-text('success')")
+    page.wait_for_selector("[data-testid=run-status]:has-text('Done')")
     first = page.evaluate("rvHost.stats.work[0]")
     assert first["ops"] == total
     omitted = 0

@@ -1,6 +1,6 @@
 """The queue panel in a real browser, while a run holds the slot: add tasks from compose, reorder them
-(buttons and drag), cancel and edit one, answer a parked item inline, re-queue an errored one — each
-checked against ``GET /api/queue``."""
+(buttons and drag), cancel and edit one, answer a parked item (its card opens in the inbox by itself, and
+the row's "Answer…" opens it there too), re-queue an errored one — each checked against ``GET /api/queue``."""
 
 from __future__ import annotations
 
@@ -49,12 +49,12 @@ def test_the_queue_panel_drives_the_queue_while_a_run_holds_the_slot(
     page.get_by_test_id("compose-task").fill("please block the slot")
     page.get_by_test_id("compose-submit").click()
 
-    # The coder's question opens the modal on its own; put it off for now.
-    questions = page.get_by_test_id("questions-modal")
+    # The coder's question opens the inbox on its own; put it off for now.
+    questions = page.get_by_test_id("inbox-modal")
     expect(questions).to_be_visible()
-    page.get_by_test_id("questions-close").click()
+    page.get_by_test_id("inbox-close").click()
     expect(questions).to_be_hidden()
-    expect(page.get_by_test_id("questions-open")).to_have_text("1 question waiting")
+    expect(page.get_by_test_id("inbox-count")).to_have_text("1")
 
     # Compose is never disabled by the running run: tasks go to the queue.
     page.get_by_test_id("nav-compose").click()
@@ -123,19 +123,25 @@ def test_the_queue_panel_drives_the_queue_while_a_run_holds_the_slot(
     shots.save(page, "queue")
 
     # Answer the held question from the header; the slot frees and the queue drains.
-    page.get_by_test_id("questions-open").click()
+    page.get_by_test_id("inbox-open").click()
     expect(questions).to_be_visible()
     questions.get_by_test_id("question-answer").fill("postgres")
     questions.get_by_test_id("question-send").click()
     expect(questions).to_be_hidden()
 
-    # Task three parks before any write: answer it inline.
+    # Task three parks before any write: its question opens the inbox by itself, like a live one.
+    card = questions.locator('[data-testid="question-card"][data-kind="parked"]')
+    expect(card.get_by_test_id("question-text")).to_have_text("Which region for task three?")
+    page.get_by_test_id("inbox-close").click()
     parked = _row(page, "queue-needs-input", "task three")
     expect(parked.get_by_test_id("queue-question")).to_have_text("Which region for task three?")
     expect(page.get_by_test_id("queue-badge")).to_have_text("1")
     shots.save(page, "queue-needs-input")
-    parked.get_by_test_id("queue-answer-input").fill("eu-west")
-    parked.get_by_test_id("queue-answer-send").click()
+    parked.get_by_test_id("queue-answer-open").click()  # the row's answer opens the same card
+    expect(card.get_by_test_id("question-answer")).to_be_focused()
+    card.get_by_test_id("question-answer").fill("eu-west")
+    card.get_by_test_id("question-send").click()
+    expect(questions).to_be_hidden()
 
     # The edited task errors: re-queue it.
     failed = _row(page, "queue-recent", "task one edited")

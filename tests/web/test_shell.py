@@ -58,7 +58,7 @@ def test_a_task_runs_from_compose_to_the_result_modal_and_history(
     # The run starts at once (idle service), the page follows it, and its result pops up once.
     modal = page.get_by_test_id("result-modal")
     expect(modal).to_be_visible()
-    expect(modal.get_by_test_id("result-status")).to_have_text("success")
+    expect(modal.get_by_test_id("result-status")).to_have_text("Done")
     summary = modal.get_by_test_id("result-summary")
     expect(summary).to_contain_text("All done: the coder printed hello.")
     expect(summary.locator("strong")).to_have_text("done")  # sanitized Markdown, not raw text
@@ -76,7 +76,7 @@ def test_a_task_runs_from_compose_to_the_result_modal_and_history(
     (run,) = ui_service.runs()
     assert run["status"] == "success" and run["effort"] == "thorough"
     expect(page.get_by_test_id("watch-run-id")).to_have_text(run["runId"])
-    expect(page.get_by_test_id("watch-status")).to_have_text("success")
+    expect(page.get_by_test_id("watch-status")).to_have_text("Done")
     expect(page.get_by_test_id("watch-interrupt")).to_be_hidden()
     page.get_by_test_id("view-mode-sequence").click()
     expect(page.get_by_test_id("view-mode-sequence")).to_have_attribute("aria-pressed", "true")
@@ -89,7 +89,7 @@ def test_a_task_runs_from_compose_to_the_result_modal_and_history(
     page.get_by_test_id("nav-history").click()
     row = page.locator(f'[data-testid="history-row"][data-run-id="{run["runId"]}"]')
     expect(row.get_by_test_id("history-summary")).to_have_text(SUMMARY)
-    expect(row.get_by_test_id("history-status")).to_have_text("success")
+    expect(row.get_by_test_id("history-status")).to_have_text("Done")
     expect(row.get_by_test_id("history-effort")).to_have_text("thorough")
     row.get_by_test_id("history-expand").click()
     expect(row.get_by_test_id("history-task")).to_have_text("Print hello through the coder")

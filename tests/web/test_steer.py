@@ -1,5 +1,5 @@
-"""Steering in a real browser: a question answered through the questions modal (the run continues and
-finishes), an operator inquiry answered by the handler (one answer card, the interrupt history), and a
+"""Steering in a real browser: a question answered through the inbox (the run continues and finishes), an
+operator inquiry answered by the handler (one answer card, an inbox notice, the interrupt history), and a
 plan modification with its target and aborted roles in the history."""
 
 from __future__ import annotations
@@ -35,15 +35,15 @@ def test_a_question_and_an_inquiry_are_answered_from_the_page(page: Page, ui_ser
     _submit(page, "Store the data somewhere sensible")
     run_id = ui_service.active_run_id()
 
-    # The question opens its modal by itself, rendered as Markdown.
-    modal = page.get_by_test_id("questions-modal")
+    # The question opens the inbox by itself, rendered as Markdown.
+    modal = page.get_by_test_id("inbox-modal")
     expect(modal).to_be_visible()
     card = modal.get_by_test_id("question-card")
     expect(card.get_by_test_id("question-text")).to_have_text("Which database?")
     expect(card.get_by_test_id("question-text").locator("strong")).to_have_text("database")
     expect(card.get_by_test_id("question-answer")).to_be_focused()
     shots.save(page, "questions-modal")
-    modal.get_by_test_id("questions-close").click()
+    modal.get_by_test_id("inbox-close").click()
 
     # An inquiry while the question is open: it waits for the run's next safe point.
     expect(page.get_by_test_id("watch-run-id")).to_have_text(run_id)
@@ -62,7 +62,7 @@ def test_a_question_and_an_inquiry_are_answered_from_the_page(page: Page, ui_ser
     expect(entry.get_by_test_id("interrupt-message-text")).to_have_text("How far along is it?")
 
     # Answer the question from the header button; the inquiry is handled, the run finishes.
-    page.get_by_test_id("questions-open").click()
+    page.get_by_test_id("inbox-open").click()
     expect(modal).to_be_visible()
     modal.get_by_test_id("question-answer").fill("postgres")
     modal.get_by_test_id("question-send").click()
@@ -86,6 +86,15 @@ def test_a_question_and_an_inquiry_are_answered_from_the_page(page: Page, ui_ser
     assert view["questionHistory"][0]["answer"] == "postgres"
     assert view["interrupts"][0]["state"] == "answered"
     expect(answer_card).to_have_count(1)  # shown once, not once per poll
+
+    # The answer is in the inbox too, as news (counted until the inbox is opened).
+    expect(page.get_by_test_id("inbox-count")).to_have_text("1")
+    page.get_by_test_id("inbox-open").click()
+    notice = modal.get_by_test_id("inbox-notice")
+    expect(notice).to_have_attribute("data-kind", "inquiry")
+    expect(notice.get_by_test_id("inbox-notice-body")).to_have_text("The coder is waiting for the database answer.")
+    expect(page.get_by_test_id("inbox-count")).to_be_hidden()
+    modal.get_by_test_id("inbox-close").click()
     ui_service.wait_idle()
 
 

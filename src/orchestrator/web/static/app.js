@@ -6,15 +6,15 @@ import { createApi, seg } from "./api.js";
 import { createCompose } from "./compose.js";
 import { h } from "./dom.js";
 import { createHistory } from "./history.js";
+import { createInbox } from "./inbox.js";
 import { loadOptional, optional, tiers } from "./optional.js";
 import { badgeCount, cleanQueue, createQueuePanel } from "./queue.js";
-import { createQuestions } from "./questions.js";
 import { createResults } from "./result.js";
+import { parseHash, routeHash, SCREENS } from "./routes.js";
 import { resolveDefaults } from "./settings.js";
 import { createWatch } from "./watch.js";
 
 const POLL_MS = 1000;
-const SCREENS = ["watch", "history", "compose", "queue"];
 const $ = (selector) => document.querySelector(selector);
 const store = {
   get(key, fallback) {
@@ -86,27 +86,27 @@ const compose = createCompose($("#screen-compose"), app);
 const queuePanel = createQueuePanel($("#screen-queue"), app);
 const historyPanel = createHistory($("#screen-history"), app);
 const watch = createWatch($("#screen-watch"), app);
-const questions = createQuestions($("#questions-dialog"), $('[data-testid="questions-open"]'), app);
+const inbox = createInbox($("#inbox-dialog"), $('[data-testid="inbox-open"]'), app);
+app.inbox = inbox;
 const results = createResults($("#result-dialog"), app);
 
 // --- navigation ------------------------------------------------------------------------------------------
 
-function parseHash() {
-  const [screen, ...rest] = decodeURIComponent(location.hash.replace(/^#\/?/, "")).split("/");
-  return SCREENS.includes(screen) ? { screen, runId: screen === "watch" && rest[0] ? rest[0] : null } : null;
-}
-
-/** Show `screen` (and for watch, pin `runId`; no id follows the active run). */
-function navigate(screen, runId = null, { replace = false } = {}) {
-  const hash = screen === "watch" && runId ? `#watch/${encodeURIComponent(runId)}` : `#${screen}`;
+/** Show `screen` (and for watch, pin `runId`; no id follows the active run; `action`: "replay" / "op-N"). */
+function navigate(screen, runId = null, { replace = false, action = null } = {}) {
+  const hash = routeHash({ screen, runId, action });
   if (location.hash !== hash) window.history[replace ? "replaceState" : "pushState"](null, "", hash);
-  applyRoute({ screen, runId });
+  applyRoute({ screen, runId, action });
 }
 
 function applyRoute(route) {
   const changedRun = route.screen === "watch" && route.runId !== state.selectedRunId;
   state.screen = route.screen;
-  if (route.screen === "watch") state.selectedRunId = route.runId;
+  if (route.screen === "watch") {
+    state.selectedRunId = route.runId;
+    // replay / focus an operation once the run view has drawn this run (watch.js; the methods are optional)
+    if (route.runId && route.action) watch.routeAction(route.runId, route.action);
+  }
   for (const name of SCREENS) {
     const section = $(`#screen-${name}`);
     section.hidden = name !== route.screen;
@@ -124,7 +124,7 @@ function applyRoute(route) {
 }
 
 window.addEventListener("popstate", () => {
-  const route = parseHash();
+  const route = parseHash(location.hash);
   if (route) applyRoute(route);
 });
 
@@ -239,7 +239,7 @@ function renderPanels() {
   queuePanel.render();
   historyPanel.render();
   watch.render();
-  questions.render();
+  inbox.render();
   results.render();
   renderFavicon();
 }
@@ -312,7 +312,7 @@ function setupTiers() {
 
 // Audio may only start after a user gesture: prime it on the first one.
 const prime = () => {
-  questions.primeAudio();
+  inbox.primeAudio();
   window.removeEventListener("pointerdown", prime, true);
   window.removeEventListener("keydown", prime, true);
 };
@@ -401,7 +401,7 @@ async function boot() {
   setupTiers();
   await loadConfig();
   startStream();
-  const route = parseHash();
+  const route = parseHash(location.hash);
   if (route) applyRoute(route);
   schedule(0);
 }

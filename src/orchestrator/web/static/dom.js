@@ -1,6 +1,8 @@
 // Small DOM helpers shared by the shell modules. Every string passes through text nodes: nothing here
 // ever assigns HTML, so machine fields and agent prose alike stay inert unless markdown.js renders them.
 
+import { statusTone, statusWord } from "./status.js";
+
 /**
  * Build an element. `attrs` keys: `class`, `testid` (→ data-testid), `on<Event>` handlers, `hidden`,
  * booleans as presence, everything else through setAttribute. Children: nodes, strings, null (skipped).
@@ -61,11 +63,9 @@ export function firstLine(text, limit = 140) {
   return line.length > limit ? `${line.slice(0, limit - 1)}…` : line;
 }
 
-/** A status pill; error-toned for error and interrupted. */
+/** A status pill in plain words (status.js); error-toned for error and interrupted; the code as data-status. */
 export function statusBadge(status, testid = "status") {
-  const tone = { error: "bad", interrupted: "bad", success: "good", done: "good", running: "live", active: "live",
-    needs_clarification: "warn", needs_input: "warn", waiting: "plain", cancelled: "muted", unknown: "muted" }[status] || "plain";
-  return h("span", { class: `badge tone-${tone}`, testid, "data-status": status }, String(status || "unknown").replace(/_/g, " "));
+  return h("span", { class: `badge tone-${statusTone(status)}`, testid, "data-status": status }, statusWord(status));
 }
 
 /** Copy `text` to the clipboard; resolves true on success (never throws). */
@@ -115,4 +115,38 @@ export function keepFocus(root, build) {
       // not a text control
     }
   }
+}
+
+const NOT_TYPED = new Set(["button", "checkbox", "radio", "submit", "reset", "range", "color", "file", "image"]);
+
+/** True while the keyboard is in a text field (textarea, text-like input, contenteditable) outside `except`. */
+export function typingOutside(except = null) {
+  const el = document.activeElement;
+  if (!el || el === document.body || (except && except.contains(el))) return false;
+  if (el.isContentEditable || el.tagName === "TEXTAREA") return true;
+  return el.tagName === "INPUT" && !NOT_TYPED.has(el.type);
+}
+
+/**
+ * Run `fn` once the keyboard is not in a text field outside `except` — at once when it is not. Used so a
+ * pop-up never takes the keyboard from someone typing: it waits until focus leaves the field.
+ * Returns a function that cancels the wait.
+ */
+export function whenNotTyping(fn, except = null) {
+  if (!typingOutside(except)) {
+    fn();
+    return () => {};
+  }
+  let done = false;
+  const check = () => setTimeout(() => {
+    if (done || typingOutside(except)) return;
+    cancel();
+    fn();
+  }, 0);
+  const cancel = () => {
+    done = true;
+    document.removeEventListener("focusout", check, true);
+  };
+  document.addEventListener("focusout", check, true);
+  return cancel;
 }

@@ -1,6 +1,6 @@
 // The queue panel: running / needs your answer / waiting / recent. Waiting items reorder by drag or by
-// up/down buttons (optimistic PATCH, rolled back on error), edit and remove inline; parked items take an
-// inline answer; errored ones can be re-queued.
+// up/down buttons (optimistic PATCH, rolled back on error), edit and remove inline; parked items open
+// their answer card in the inbox (inbox.js); errored ones can be re-queued.
 
 import { errorMessage, seg } from "./api.js";
 import { firstLine, h, keepFocus, shortTime, statusBadge } from "./dom.js";
@@ -56,7 +56,7 @@ export function createQueuePanel(root, app) {
   const body = h("div", { class: "queue-groups" });
   root.append(h("h2", { class: "screen-title" }, "Queue"), error, body);
 
-  const drafts = new Map(); // `${id}:edit` / `${id}:answer` → text the user is typing
+  const drafts = new Map(); // `${id}:edit` / `${id}:effort` → what the user is editing
   let editing = null; // the waiting item being edited
   let dragId = null;
   let key = "";
@@ -204,27 +204,18 @@ export function createQueuePanel(root, app) {
     render();
   }
 
+  /** A question parked before anything was written: shown here, answered in the inbox (one answer card). */
   function needsInputItem(item) {
     const id = item.id;
-    const answer = h("textarea", { testid: "queue-answer-input", "data-key": `${id}:answer`, rows: "2",
-      "aria-label": `Your answer to: ${firstLine(item.question || item.task, 60)}` });
-    answer.value = drafts.get(`${id}:answer`) || "";
-    answer.addEventListener("input", () => drafts.set(`${id}:answer`, answer.value));
-    const send = () => act(async () => {
-      await app.api.post(`/api/queue/${seg(id)}/answer`, { answer: answer.value });
-      drafts.delete(`${id}:answer`);
-    });
-    answer.addEventListener("keydown", (e) => {
-      if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send();
-    });
+    const answer = button("Answer…", "queue-answer-open", () => app.inbox && app.inbox.open(`parked:${id}`),
+      { class: "btn small primary", "data-key": `${id}:answer`,
+        "aria-label": `Answer: ${firstLine(item.question || item.task, 60)}` });
     return h("li", { class: "q-item needs-input", testid: "queue-item", "data-item-id": id, "data-status": "needs_input" },
       h("div", { class: "q-main" },
         taskText(item),
         h("div", { class: "q-question" }, h("strong", {}, "Question: "), markdownBlock(item.question || "", "md inline", "queue-question")),
-        h("div", { class: "q-answer" }, answer,
-          button("Send answer", "queue-answer-send", send, { "data-key": `${id}:send` })),
         meta(item)),
-      h("div", { class: "q-actions" }, watchButton(item)));
+      h("div", { class: "q-actions" }, answer, watchButton(item)));
   }
 
   function runningItem(item) {

@@ -1,8 +1,11 @@
 // The result modal: opens by itself once per run that completes while the page is open (success or
-// error; while the queue screen shows, only the newest such result, once the operator leaves it), with the summary as sanitized Markdown, the artifacts as text and a "copy raw" action (the only
-// place an error kind is surfaced).
+// error; while the queue screen shows, only the newest such result, once the operator leaves it), with
+// the summary as sanitized Markdown, the artifacts as text and a "copy raw" action (the only place an
+// error kind is surfaced). It never takes the keyboard from a text field: while one has focus, a toast
+// with "Show result" comes instead.
 
-import { copyText, fill, firstLine, h, statusBadge } from "./dom.js";
+import { copyText, fill, firstLine, h, statusBadge, typingOutside } from "./dom.js";
+import { statusWord } from "./status.js";
 import { markdownBlock } from "./optional.js";
 
 const COMPLETED = new Set(["success", "error"]);
@@ -40,7 +43,7 @@ export function createResults(dialog, app) {
     close.addEventListener("click", () => dialog.close());
     fill(dialog,
       h("header", { class: "modal-head" },
-        h("h2", { id: "result-title" }, run.status === "success" ? "Run finished" : "Run ended with an error"),
+        h("h2", { id: "result-title" }, run.status === "success" ? "Run finished" : "Run failed"),
         h("p", {}, statusBadge(run.status, "result-status"), " ", h("code", { testid: "result-run-id" }, run.runId))),
       h("p", { class: "muted task-line" }, firstLine(run.task, 200)),
       result.summary
@@ -55,6 +58,17 @@ export function createResults(dialog, app) {
     );
     if (!dialog.open) dialog.showModal();
     close.focus();
+  }
+
+  /** Someone is typing: a toast offers the result instead of a modal taking the keyboard. */
+  function toast(run) {
+    const open = h("button", { type: "button", class: "btn small", testid: "result-toast-open" }, "Show result");
+    const card = app.notify(h("span", {}, `${run.runId}: ${statusWord(run.status)}. `, open),
+      { testid: "result-toast", timeoutMs: 0 });
+    open.addEventListener("click", () => {
+      card.remove();
+      show(app.state.runs.find((r) => r.runId === run.runId) || run);
+    });
   }
 
   return {
@@ -81,9 +95,10 @@ export function createResults(dialog, app) {
       // On the queue screen the Recent group already shows each outcome: the modal waits until the
       // operator leaves it, and then shows only the newest result.
       if (!deferred || app.state.screen === "queue") return;
-      const run = deferred;
+      const run = app.state.runs.find((r) => r.runId === deferred.runId) || deferred;
       deferred = null;
-      show(app.state.runs.find((r) => r.runId === run.runId) || run);
+      if (typingOutside(dialog)) toast(run);
+      else show(run);
     },
     get currentRunId() {
       return current;

@@ -29,6 +29,7 @@ import { project, signature } from "./projection.js";
 import { compact, duration, el, ensureStylesheet, setClass, setText } from "./rvdom.js";
 import { createSequence } from "./sequence.js";
 import { createSearch } from "./search.js";
+import { statusWord } from "./status.js";
 import { createPartials } from "./stream.js";
 
 /** participant id <-> log instance id, from the model (instanceId) and the run view's role tree. */
@@ -281,8 +282,9 @@ export function createRunView(root, ctx) {
     const sig = flowSig;
     const partialAt = partialTarget();
     const proj = project(flow);
-    setText(caption, labels.caption(flow, proj.byId, tier, proj.activeOp, proj.multi));
-    setText(badge, flow.status);
+    const shown = ctx.statusNote ? ctx.statusNote(flow.status) : null; // the shell's: a question answered elsewhere
+    setText(caption, shown ? shown.caption : labels.caption(flow, proj.byId, tier, proj.activeOp, proj.multi));
+    setText(badge, statusWord(shown ? shown.status : flow.status));
     badge.className = `rv-status status-${flow.status}`;
     const omitted = Number(flow.operationsOmitted) || 0;
     note.hidden = !(omitted > 0);

@@ -1,6 +1,7 @@
 // Steering a running run: the interrupt modal (inquiry or plan modification → POST
-// /api/runs/:id/interrupt), the interrupt history from the run view, and a card for each new inquiry
-// answer (shown once).
+// /api/runs/:id/interrupt), the interrupt history from the run view (inquiries, plan modifications and
+// loop checks with their verdicts), and for each new inquiry answer a card (shown once) plus an inbox
+// notice; each new loop-check verdict is an inbox notice too.
 
 import { errorMessage, seg } from "./api.js";
 import { h, shortTime, statusBadge } from "./dom.js";
@@ -132,6 +133,30 @@ function planEntry(entry) {
         aborted.length ? aborted.map((id, i) => [i ? ", " : "", h("code", {}, String(id))]) : "nothing")));
 }
 
+const VERDICTS = {
+  continue: ["Keep going", "good"],
+  redirect: ["Redirected", "warn"],
+  abort: ["Stopped", "bad"],
+};
+
+/** A loop check's verdict in words: [word, tone]. */
+export function loopVerdict(entry) {
+  if (!entry || entry.state !== "decided") return ["Checking", "live"];
+  return VERDICTS[entry.verdict] || [String(entry.verdict || "Decided"), "plain"];
+}
+
+function loopEntry(entry) {
+  const [word, tone] = loopVerdict(entry);
+  return h("li", { class: "interrupt-entry kind-loop", testid: "interrupt-entry", "data-kind": "loop_check",
+    "data-state": entry.state, "data-verdict": entry.verdict || "" },
+  h("div", { class: "interrupt-head" },
+    h("strong", {}, "Loop check"), " ", h("span", { class: `badge tone-${tone}`, testid: "interrupt-state" }, word),
+    h("span", { class: "muted small" }, ` ${shortTime(entry.at)}`)),
+  h("p", { class: "interrupt-message", testid: "interrupt-message-text" },
+    entry.state === "decided" ? `Checked ${entry.target || "a role"} for a loop` : `Checking ${entry.target || "a role"} for a loop…`),
+  entry.reason ? h("p", { class: "muted small", testid: "interrupt-reason" }, entry.reason) : null);
+}
+
 function queuedEntry(entry) {
   const label = entry.kind === "plan_modification" ? "Plan modification" : "Inquiry";
   return h("li", { class: "interrupt-entry queued", testid: "interrupt-entry", "data-kind": entry.kind,
@@ -168,13 +193,14 @@ export function interruptHistory(view, sent = []) {
     return h("p", { class: "muted empty", testid: "interrupt-history-empty" }, "No interrupts yet.");
   }
   return h("ol", { class: "interrupt-list", testid: "interrupt-history" },
-    entries.map((e) => (e.kind === "plan_modification" ? planEntry(e) : inquiryEntry(e))),
+    entries.map((e) => (e.kind === "plan_modification" ? planEntry(e) : e.kind === "loop_check" ? loopEntry(e) : inquiryEntry(e))),
     queued.map(queuedEntry));
 }
 
 /**
- * Remembers which inquiry answers the page has seen. The first view of a run is the baseline (answers
- * already there stay quiet); every answer arriving after it gets one card.
+ * Remembers which inquiry answers and loop-check verdicts the page has seen. The first view of a run is
+ * the baseline (what is already there stays quiet); every answer arriving after it gets one card and an
+ * inbox notice, every verdict an inbox notice.
  */
 export function createAnswerCards(app) {
   const baselined = new Set();
@@ -182,18 +208,26 @@ export function createAnswerCards(app) {
   return {
     check(runId, view) {
       const entries = Array.isArray(view && view.interrupts) ? view.interrupts : [];
-      const answered = entries.filter((e) => e.kind === "inquiry" && e.state === "answered" && e.answer);
+      const news = entries.filter((e) => (e.kind === "inquiry" && e.state === "answered" && e.answer)
+        || (e.kind === "loop_check" && e.state === "decided"));
       const first = !baselined.has(runId);
       baselined.add(runId);
-      for (const entry of answered) {
+      for (const entry of news) {
         const key = `${runId}|${entry.index}`;
         if (seen.has(key)) continue;
         seen.add(key);
         if (first) continue;
+        const notice = (item) => app.inbox && app.inbox.notice({ key, runId, ...item });
+        if (entry.kind === "loop_check") {
+          notice({ kind: "loop_check", at: entry.resolvedAt, title: `Loop check on ${entry.target || "a role"}: ${loopVerdict(entry)[0]}`,
+            body: entry.reason || "" });
+          continue;
+        }
         app.notify(h("div", { class: "answer-card" },
           h("p", { class: "answer-question" }, h("strong", {}, "Your inquiry: "), entry.message || ""),
           markdownBlock(entry.answer, "md", "inquiry-answer-text")),
         { testid: "inquiry-answer-card", timeoutMs: 0 });
+        notice({ kind: "inquiry", at: entry.resolvedAt, title: `Inquiry answered: ${entry.message || ""}`, body: entry.answer });
       }
     },
   };

@@ -5,6 +5,7 @@
 import { seg } from "./api.js";
 import { duration, fill, firstLine, h, isTerminal, shortTime, statusBadge } from "./dom.js";
 import { markdownBlock, optional } from "./optional.js";
+import { runStatus, statusWord } from "./status.js";
 import { createAnswerCards, createInterruptModal, interruptHistory } from "./steer.js";
 
 function tokens(view) {
@@ -51,6 +52,8 @@ export function createWatch(root, app) {
   let viewRunId = null;
   let rendered = [null, null];
   let headKey = "";
+  let pendingAction = null; // {runId, action} from the route, run once the view has drawn that run
+  let noteKey = "";
 
   const title = h("h2", { class: "watch-title", testid: "watch-run-id" });
   const status = h("span", { class: "watch-status" });
@@ -66,6 +69,7 @@ export function createWatch(root, app) {
   const result = h("section", { class: "watch-result", testid: "watch-result", hidden: true });
   const viewRoot = h("div", { class: "runview-root", testid: "runview-root" });
   const interrupts = h("div", { class: "interrupts-body" });
+  const threads = h("p", { class: "watch-threads", testid: "watch-threads", hidden: true });
   const plan = h("details", { class: "plan", testid: "watch-plan", hidden: true });
   const empty = h("div", { class: "empty-state", testid: "watch-empty", hidden: true },
     h("p", {}, "No run to watch yet."),
@@ -73,12 +77,12 @@ export function createWatch(root, app) {
   const body = h("div", { class: "watch-body" },
     h("div", { class: "watch-head" },
       h("div", { class: "watch-line" }, title, status, pending, follow),
-      task, facts,
+      task, facts, threads,
       h("div", { class: "watch-controls" },
         h("div", { class: "segmented", role: "group", "aria-label": "View" }, flowBtn, seqBtn),
         interrupt)),
     result,
-    h("div", { class: "watch-main" },
+    h("div", { class: "watch-main", testid: "watch-main" },
       viewRoot,
       h("aside", { class: "watch-side" },
         h("section", { class: "panel", testid: "interrupts-panel", "aria-label": "Interrupts" },
@@ -130,6 +134,7 @@ export function createWatch(root, app) {
         api: { get: (path) => app.api.get(path) },
         stream: app.stream,
         getTier: () => state.tier,
+        statusNote: () => statusNote(runId),
         showAllOperations: () => {
           state.wholeFlow.add(runId);
           app.refresh();
@@ -142,12 +147,43 @@ export function createWatch(root, app) {
     }
   }
 
+  /** The run list's entry for `runId` (it carries `continuedBy`). */
+  function listed(runId) {
+    return state.runs.find((r) => r.runId === runId) || null;
+  }
+
+  /** For the run view: a run that stopped on a question answered since reads "Answered", not waiting. */
+  function statusNote(runId) {
+    const run = listed(runId);
+    if (!run || runStatus(run, state.queue) !== "answered") return null;
+    const next = (run.continuedBy || []).at(-1);
+    return { status: "answered", caption: next ? `Answered — continued in ${next}` : "Answered — continues when the queue reaches it" };
+  }
+
+  /** The route asked to replay the run or focus an operation: done once the view has drawn that run. */
+  function runAction() {
+    if (!pendingAction || !view || pendingAction.runId !== viewRunId) return;
+    const { action } = pendingAction;
+    pendingAction = null;
+    try {
+      if (action === "replay") view.startReplay?.();
+      else view.focusOperation?.(action);
+    } catch (err) {
+      console.warn("run view action failed", err);
+    }
+  }
+
   function renderView(runView, flow) {
-    if (rendered[0] === flow && rendered[1] === runView) return;
+    const note = JSON.stringify(statusNote(viewRunId));
+    if (rendered[0] === flow && rendered[1] === runView && note === noteKey) return;
     rendered = [flow, runView];
+    noteKey = note;
     if (view && typeof view.render === "function") {
       try {
-        if (flow) view.render(flow, runView);
+        if (flow) {
+          view.render(flow, runView);
+          runAction();
+        }
       } catch (err) {
         console.warn("run view render failed", err);
       }
@@ -194,21 +230,26 @@ export function createWatch(root, app) {
     const live = runView.status === "running";
     interrupt.hidden = !live;
     pending.hidden = !runView.interruptPending;
+    const run = listed(runId);
+    const shown = runStatus(run || runView, state.queue);
+    const parked = state.queue.find((i) => i.status === "needs_input" && i.runId === runId) || null;
     const key = JSON.stringify([runId, runView.status, runView.task, runView.effort, runView.startTime,
-      runView.endTime, runView.interrupts, runView.plan, runView.result, runView.continuesFrom]);
+      runView.endTime, runView.interrupts, runView.plan, runView.result, runView.continuesFrom, shown,
+      run && run.continuedBy, parked && parked.id]);
     if (key !== headKey) {
       headKey = key;
       title.textContent = runId;
-      status.replaceChildren(statusBadge(runView.status, "watch-status"));
+      status.replaceChildren(statusBadge(shown, "watch-status"));
+      renderThreads(runView, run, parked);
       task.textContent = firstLine(runView.task, 300);
       task.title = runView.task || "";
       fill(facts,
         runView.effort ? h("span", { class: "badge tone-plain" }, `effort ${runView.effort}`) : null,
         ` started ${shortTime(runView.startTime)}`,
-        runView.endTime ? ` · ended ${shortTime(runView.endTime)}` : "",
-        runView.continuesFrom ? [" · continues ", h("a", { href: `#watch/${seg(runView.continuesFrom)}` },
-          runView.continuesFrom)] : null);
+        runView.endTime ? ` · ended ${shortTime(runView.endTime)}` : "");
       interrupts.replaceChildren(interruptHistory(runView, sent.get(runId) || []));
+      const listedAny = Array.isArray(runView.interrupts) && runView.interrupts.length > 0;
+      sideEmpty(!listedAny && !(sent.get(runId) || []).length && !runView.plan);
       renderResult(runView);
       renderPlan(runView.plan);
     }
@@ -217,9 +258,41 @@ export function createWatch(root, app) {
     if (isTerminal(runView.status)) interrupt.hidden = true;
   }
 
+  /** The run's thread: the run it continues, the runs continuing it, and the answer a parked one needs. */
+  function renderThreads(runView, run, parked) {
+    const link = (id, testid) => h("a", { href: `#watch/${seg(id)}`, testid, class: "thread-link" }, id);
+    const later = (run && run.continuedBy) || [];
+    const parts = [];
+    if (runView.continuesFrom) parts.push(h("span", {}, "Continues ", link(runView.continuesFrom, "watch-continues-from")));
+    if (later.length) {
+      parts.push(h("span", { testid: "watch-continued-by" }, "Continued in ",
+        later.map((id, i) => [i ? ", " : "", link(id, "watch-continued-link")])));
+    } else if (runStatus(run || runView, state.queue) === "answered") {
+      parts.push(h("span", { testid: "watch-continued-by" }, "Answered — continues when the queue reaches it"));
+    }
+    if (parked) {
+      const answer = h("button", { type: "button", class: "btn small primary", testid: "watch-answer" }, "Answer the question");
+      answer.addEventListener("click", () => app.inbox && app.inbox.open(`parked:${parked.id}`));
+      parts.push(h("span", {}, `${statusWord("needs_clarification")}: `, answer));
+    }
+    threads.hidden = parts.length === 0;
+    fill(threads, parts.map((part, i) => [i ? " · " : "", part]));
+  }
+
+  /** An empty interrupts sidebar does not take a column: it goes under the run view, one line high. */
+  function sideEmpty(empty) {
+    body.querySelector(".watch-main").classList.toggle("side-empty", empty);
+  }
+
   setMode(mode);
   return {
     render,
+    /** Route `#watch/<runId>/replay` or `/op-N`: start the replay / focus the operation once drawn. */
+    routeAction(runId, action) {
+      pendingAction = { runId, action };
+      rendered = [null, null];
+      render();
+    },
     setTier(tier) {
       if (view && typeof view.setTier === "function") view.setTier(tier);
     },
