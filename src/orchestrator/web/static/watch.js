@@ -192,12 +192,13 @@ export function createWatch(root, app) {
     if (!view) viewRoot.replaceChildren(fallbackView(runView));
   }
 
-  function renderResult(runView) {
+  function renderResult(runView, shown) {
     const card = runView.result;
     result.hidden = !card || runView.status === "running";
     if (result.hidden) return;
+    const status = card.status || runView.status;
     fill(result,
-      h("h3", {}, "Result ", statusBadge(card.status || runView.status)),
+      h("h3", {}, "Result ", statusBadge(status === "needs_clarification" ? shown : status, "watch-result-status")),
       card.summary ? markdownBlock(card.summary, "md", "watch-result-summary") : null,
       runView.error && runView.error.message ? h("p", { class: "q-error" }, runView.error.message) : null);
   }
@@ -250,7 +251,7 @@ export function createWatch(root, app) {
       interrupts.replaceChildren(interruptHistory(runView, sent.get(runId) || []));
       const listedAny = Array.isArray(runView.interrupts) && runView.interrupts.length > 0;
       sideEmpty(!listedAny && !(sent.get(runId) || []).length && !runView.plan);
-      renderResult(runView);
+      renderResult(runView, shown);
       renderPlan(runView.plan);
     }
     cards.check(runId, runView);
