@@ -154,6 +154,7 @@ export function createHistory(root, app) {
   }
 
   function render() {
+    if (app.state.screen !== "history") return; // rebuilt when shown (a live run's duration ticks)
     const runs = app.state.runs;
     const live = runs.some((r) => r.status === "running");
     const next = JSON.stringify([runs, [...expanded], app.state.queue.filter((i) => i.continuesFrom).map((i) => [i.continuesFrom, i.status]),
