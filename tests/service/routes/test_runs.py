@@ -130,6 +130,8 @@ async def test_a_run_completes_and_every_view_describes_it(tmp_path: Path) -> No
                 "result": {"status": "success", "summary": "the greeting is in hello.txt"},
                 "error": None,
                 "summary": "Wrote a greeting into hello.txt.",
+                "continuesFrom": None,
+                "continuedBy": [],
             }
         ]
 
