@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 from tests.helpers import REPO
 from tests.web.harness import (
     EXPECT_TIMEOUT_MS,
@@ -88,7 +88,9 @@ def test_the_demo_link_lands_on_its_runs_replay(browser: Browser, tmp_path: Path
 
 
 def test_routes_parse_and_pin_the_run(page: Page, ui_service: UiService) -> None:
-    """Issue 18, problem 10: `#watch/<id>/replay` and `#watch/<id>/op-N` open the watch screen on that run."""
+    """Issue 18, problem 10: `#watch/<id>/replay` and `#watch/<id>/op-N` open the watch screen on that run
+    and, once the run view has drawn it, call its `startReplay()` / `focusOperation("op-N")`."""
+    page.route(re.compile(r".*/static/runview\.js$"), _recording_run_view)
     page.goto("/#history")
     parsed = page.evaluate(
         """async () => {
@@ -119,7 +121,32 @@ def test_routes_parse_and_pin_the_run(page: Page, ui_service: UiService) -> None
         expect(page.get_by_test_id("watch-run-id")).to_have_text(run_id)
         expect(page.get_by_test_id("run-status")).to_have_text("Done")
         assert page.url.endswith(f"#watch/{run_id}/{suffix}")
+        # The run view's method was called once, after it had drawn the run (its badge already said Done).
+        page.wait_for_function("() => (window.__routeCalls || []).length > 0")
+        expected = ["focusOperation", "op-1", "Done"] if suffix == "op-1" else ["startReplay", None, "Done"]
+        assert page.evaluate("window.__routeCalls.splice(0)") == [expected]
     ui_service.wait_idle()
+
+
+#: Appended to the real runview.js: wraps createRunView so the view records the route's calls of the two
+#: methods other modules own (the shell calls them only when present; here they are).
+RECORDER = """
+export function createRunView(root, ctx) {
+  const view = realCreateRunView(root, ctx);
+  const record = (name, arg) => (window.__routeCalls ||= []).push(
+    [name, arg ?? null, root.querySelector('[data-testid="run-status"]')?.textContent ?? null]);
+  view.startReplay = () => record("startReplay");
+  view.focusOperation = (id) => record("focusOperation", id);
+  return view;
+}
+"""
+
+
+def _recording_run_view(route: Route) -> None:
+    body = route.fetch().text()
+    assert "export function createRunView(" in body
+    body = body.replace("export function createRunView(", "function realCreateRunView(", 1) + RECORDER
+    route.fulfill(status=200, content_type="text/javascript", body=body)
 
 
 def test_typing_keeps_the_keyboard_while_a_question_and_a_result_arrive(
