@@ -224,9 +224,12 @@ def test_at_1024_the_run_view_takes_the_width_of_an_empty_sidebar(
           view: document.querySelector('[data-testid="runview-root"]').getBoundingClientRect().width,
           main: document.querySelector('[data-testid="watch-main"]').getBoundingClientRect().width,
           scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth,
+          bar: document.querySelector(".topbar").getBoundingClientRect().height,
+          inbox: document.querySelector('[data-testid="inbox-open"]').getBoundingClientRect().height,
         })"""
     )
     assert widths["view"] >= 0.95 * widths["main"], widths
+    assert widths["bar"] < 2 * widths["inbox"], widths  # the top bar stays one row
     assert widths["scroll"] <= widths["client"], widths
     shots.save(page, "watch-1024")
     ui_service.wait_idle()
