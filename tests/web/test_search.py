@@ -105,7 +105,7 @@ def test_search_finds_a_file_path_and_a_click_jumps_to_its_call(ui_service: UiSe
     open_host(page)
     mount(page, run_id)
     page.evaluate("rvHost.view.setMode('sequence')")
-    expect(page.get_by_test_id("run-status")).to_have_text("success")
+    expect(page.get_by_test_id("run-status")).to_have_text("Done")
     page.keyboard.press("/")  # focuses the search box
     box = page.get_by_test_id("search-input")
     expect(box).to_be_focused()
@@ -178,7 +178,7 @@ def test_copy_link_and_the_address_name_the_operation(ui_service: UiService, pag
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=ui_service.base_url)
     open_host(page)
     mount(page, run_id)
-    expect(page.get_by_test_id("run-status")).to_have_text("success")
+    expect(page.get_by_test_id("run-status")).to_have_text("Done")
     page.evaluate("history.replaceState(null, '', '#watch')")  # as the shell's watch screen
     history = page.evaluate("history.length")
     page.evaluate("rvHost.view.focusOperation('op-4')")
@@ -225,7 +225,7 @@ def test_the_shell_watch_screen_searches_and_jumps_at_1024(ui_service: UiService
     marks = ui_service.json(f"/api/runs/{run_id}/search", params={"landmarks": "1"})["landmarks"]
     page.set_viewport_size({"width": 1024, "height": 700})
     page.goto(f"/#watch/{run_id}")
-    expect(page.get_by_test_id("run-status")).to_have_text("success")
+    expect(page.get_by_test_id("run-status")).to_have_text("Done")
     indicator = page.get_by_test_id("landmark-indicator")
     expect(indicator).to_have_text(f"– of {len(marks)} problems")
     history = page.evaluate("history.length")
