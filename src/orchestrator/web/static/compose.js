@@ -3,6 +3,7 @@
 
 import { errorMessage } from "./api.js";
 import { firstLine, h, isTerminal } from "./dom.js";
+import { runStatus, statusWord } from "./status.js";
 import { createSettingsPanel, effortOptions, LOG_LEVELS } from "./settings.js";
 
 export function createCompose(root, app) {
@@ -58,7 +59,7 @@ export function createCompose(root, app) {
     if (key === pickerKey) return;
     pickerKey = key;
     const options = runs.map((r) =>
-      h("option", { value: r.runId }, `${r.runId} · ${r.status} · ${firstLine(r.summary || r.task, 60)}`));
+      h("option", { value: r.runId }, `${r.runId} · ${statusWord(runStatus(r, app.state.queue))} · ${firstLine(r.summary || r.task, 60)}`));
     if (continuation && !runs.some((r) => r.runId === continuation)) {
       options.unshift(h("option", { value: continuation }, continuation));
     }
