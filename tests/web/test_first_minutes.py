@@ -1,7 +1,7 @@
 """The first five minutes in a real browser (issue 18, problem 10): ``orchestrator demo`` prints a link
 that lands on its run's replay route; nothing takes the keyboard from a field being typed in (a question
 and a finished run wait as toasts); statuses read as plain words; at 1024×700 the run view gets the width
-an empty interrupts sidebar used to take."""
+an empty interrupts sidebar used to take; the keyboard crosses the top bar left to right."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import httpx
@@ -233,3 +234,19 @@ def test_at_1024_the_run_view_takes_the_width_of_an_empty_sidebar(
     assert widths["scroll"] <= widths["client"], widths
     shots.save(page, "watch-1024")
     ui_service.wait_idle()
+
+
+def test_the_keyboard_follows_the_top_bar_left_to_right(page: Page) -> None:
+    """Issue 18, problem 10: Tab order follows the picture — the skip link, the screens, then the toolbar."""
+    page.goto("/#compose")
+    expect(page.get_by_test_id("screen-compose")).to_be_visible()
+    order = []
+    for _ in range(9):
+        page.keyboard.press("Tab")
+        order.append(page.evaluate("document.activeElement.dataset.testid || document.activeElement.className"))
+    assert order == [
+        "skip-link", "nav-watch", "nav-history", "nav-compose", "nav-queue",
+        "inbox-open", "tier-select", "mute-toggle", "theme-toggle",
+    ]  # fmt: skip
+    boxes = [page.get_by_test_id(testid).bounding_box() for testid in order[1:]]
+    assert all(a is not None and b is not None and a["x"] < b["x"] for a, b in pairwise(boxes))
