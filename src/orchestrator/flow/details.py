@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from orchestrator import vocabulary as names
 from orchestrator.flow.foldstate import FlowState
 
-__all__ = ["EventSource", "operation_details", "render_details"]
+__all__ = ["EventSource", "operation_details", "operation_log_index", "render_details"]
 
 
 class EventSource(Protocol):
@@ -95,6 +95,18 @@ def render_details(event: Mapping[str, Any] | None) -> str | None:
     if kind in (names.OBSERVE, names.TERMINATE):
         return _text(payload, "details")
     return None
+
+
+def operation_log_index(state: FlowState, operation_id: str) -> int | None:
+    """The log index of the event an operation was folded from (its detail event: a tool call's
+    ``tool_call``, a return's ``tool_result`` / ``role_finished`` …); ``None`` when it has none.
+    Raises ``KeyError`` when the id names no operation of this state."""
+    match = re.fullmatch(r"op-([1-9][0-9]*)", operation_id)
+    position = int(match.group(1)) - 1 if match else -1
+    if not 0 <= position < len(state.details):
+        raise KeyError(operation_id)
+    index = state.details[position]
+    return index if index >= 0 else None
 
 
 def operation_details(

@@ -23,6 +23,7 @@ from orchestrator.service.routes.rundetail import rundetail_blueprint
 from orchestrator.service.routes.runs import runs_blueprint
 from orchestrator.service.routes.search import search_blueprint
 from orchestrator.service.routes.stream import stream_blueprint
+from orchestrator.service.routes.toolresults import toolresults_blueprint
 from orchestrator.service.runindex import RunIndexes
 from orchestrator.service.stream import StreamLimits
 
@@ -42,6 +43,7 @@ def create_app(service: Service, policy: Policy | None = None, limits: StreamLim
     app.register_blueprint(runs_blueprint(service, indexes, folders))
     app.register_blueprint(rundetail_blueprint(service, indexes, folders))
     app.register_blueprint(search_blueprint(indexes, folders))
+    app.register_blueprint(toolresults_blueprint(indexes, folders))
     app.register_blueprint(questions_blueprint(service))
     app.register_blueprint(queue_blueprint(service))
     app.register_blueprint(stream_blueprint(service, limits or StreamLimits()))

@@ -41,6 +41,8 @@ LOOP_CHECK = "loop_check"
 TURN_TYPES = frozenset({names.LLM_CALL_START, names.LLM_CALL, names.LLM_UNAVAILABLE, names.CONTEXT_BUDGET_EXCEEDED})
 #: Events whose ``role`` names an instance other than the actor; not counted in ``roles[]``.
 _NOT_ACTOR = frozenset({names.OBSERVE, names.TERMINATE})
+#: Tools whose successful results tell what a file held (``files``).
+_FILE_TOOLS = frozenset({"read_file", "write_file"})
 
 
 _EMPTY: Mapping[str, Any] = {}
@@ -175,6 +177,7 @@ class Instance:
     turn_open: bool = False
     tool_open: str | None = None
     since: str | None = None
+    tools: list[int] = field(default_factory=list)  # indices of its tool_call / tool_result events
 
 
 @dataclass(slots=True)
@@ -211,6 +214,8 @@ class RunAggregate:
         self.usage_seen = False
         self.tokens = {"promptTokens": 0, "cachedPromptTokens": 0, "completionTokens": 0, "totalTokens": 0}
         self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT_ROWS)
+        #: path → indices of successful read_file / write_file results of it (what a write replaced)
+        self.files: dict[str, list[int]] = {}
         self._latest_at: dict[tuple[str | None, int], str] = {}  # (role, depth) / (None, depth) → id
 
     # -- helpers --
@@ -360,6 +365,11 @@ class RunAggregate:
         inst = self.attribute(p)
         if inst is not None:
             inst.tool_open, inst.since = (str(p.get("tool")) if kind == names.TOOL_CALL else None), ts
+            inst.tools.append(index)
+        if kind == names.TOOL_RESULT and p.get("kind") == "success" and p.get("tool") in _FILE_TOOLS:
+            path = as_mapping(as_mapping(p.get("result")).get("data")).get("path")
+            if isinstance(path, str):
+                self.files.setdefault(path, []).append(index)
 
     def _ask_human(self, kind: str, p: Mapping[str, Any], ts: str, index: int) -> None:
         qid = str(p.get("id"))

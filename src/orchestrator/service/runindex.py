@@ -20,6 +20,7 @@ import trio
 
 from orchestrator.flow import FlowState, InteractionModel, finalize, fold, operation_details
 from orchestrator.flow.calltree import CallTree, TreeState, Waterfall, call_tree, fold_tree, totals, waterfall
+from orchestrator.flow.details import operation_log_index
 from orchestrator.flow.search import SearchState, index_event
 from orchestrator.runlog.reader import decode_line
 from orchestrator.service.logwindow import RECENT_ROWS, RunAggregate
@@ -161,6 +162,10 @@ class RunIndex(Sequence[dict[str, Any]]):
     def details(self, operation_id: str) -> str | None:
         """An operation's Markdown detail body; ``KeyError`` for an id not in the current model."""
         return operation_details(self, self.flow, operation_id)
+
+    def log_index(self, operation_id: str) -> int | None:
+        """The log index an operation was folded from; ``KeyError`` like ``details``."""
+        return operation_log_index(self.flow, operation_id)
 
 
 class RunIndexes:

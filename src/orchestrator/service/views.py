@@ -28,6 +28,7 @@ from orchestrator.runlog import fold_request, read_events
 from orchestrator.runlog.fold import instance_key
 from orchestrator.service.logwindow import Event, Instance, RunAggregate, aggregate, as_mapping, fold, render_line
 from orchestrator.service.runthreads import continued_by
+from orchestrator.service.toolresults import turn_results_builtins
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -306,7 +307,7 @@ def parse_window_params(query: Mapping[str, str]) -> WindowParams:
     )
 
 
-def _row(events: Sequence[Event], index: int) -> dict[str, Any]:
+def _row(events: Sequence[Event], index: int, agg: RunAggregate | None = None) -> dict[str, Any]:
     event = events[index]
     row = {
         "index": index,
@@ -318,6 +319,8 @@ def _row(events: Sequence[Event], index: int) -> dict[str, Any]:
         verdicts = tool_verdicts(row["payload"])
         if verdicts:
             row["verdicts"] = verdicts
+        if agg is not None:  # an instance's window: each call of the turn with its result, by type
+            row["toolResults"] = turn_results_builtins(events, agg, index)
     return row
 
 
@@ -371,7 +374,8 @@ def log_window(
     else:
         total = len(events)
         indices = list(range(offset, min(total, offset + limit)))
-    return {"total": total, "offset": offset, "limit": limit, "events": [_row(events, i) for i in indices]}
+    scoped = agg if instance else None
+    return {"total": total, "offset": offset, "limit": limit, "events": [_row(events, i, scoped) for i in indices]}
 
 
 class _Picked(Sequence[Event]):

@@ -74,7 +74,8 @@ def rundetail_blueprint(service: Service, indexes: RunIndexes, folders: RunFolde
         operation = request.args.get("operation")
         if operation is not None:
             try:
-                return json_response({"operationId": operation, "details": index.details(operation)})
+                body = {"operationId": operation, "details": index.details(operation)}
+                return json_response({**body, "logIndex": index.log_index(operation)})
             except KeyError:
                 return error_response("not_found", 404)
         meta = read_meta(folders.folder(run_id))
