@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import trio
+
 from orchestrator.engine.run import StreamDelta
-from orchestrator.service.hub import SUBSCRIBER_BUFFER, DeltaMessage, StreamHub, coalesce, frames
+from orchestrator.service.hub import (
+    PARTIAL_CHARS,
+    SUBSCRIBER_BUFFER,
+    DeltaMessage,
+    StreamHub,
+    Subscription,
+    coalesce,
+    frames,
+)
 
 
 def _delta(text: str, *, reset: bool = False, field: str = "content", run_id: str = "run-1") -> StreamDelta:
@@ -78,3 +88,64 @@ def test_a_delta_is_encoded_once_and_a_lagging_batch_is_merged() -> None:
     sent = frames(batch, msgspec.json.Encoder())
     assert [msgspec.json.decode(text)["text"] for _, text in sent] == ["bc"]
     assert frames(got[:1], msgspec.json.Encoder()) == [got[0]]
+
+
+def _drain(sub: Subscription) -> list[DeltaMessage]:
+    out = []
+    while True:
+        try:
+            out.append(sub.receive.receive_nowait().message)
+        except trio.WouldBlock:
+            return out
+
+
+def _fold(messages: list[DeltaMessage], field: str = "content") -> str:
+    """What a client's partial holds after these deltas (a reset clears both fields)."""
+    text = {"content": "", "reasoning": ""}
+    for m in messages:
+        if m.reset:
+            text = {"content": "", "reasoning": ""}
+        text[m.field] += m.text
+    return text[field]
+
+
+def test_a_late_subscriber_first_gets_the_turn_text_streamed_before_it_subscribed() -> None:
+    """Issue 18, problem 7: the first characters of a run's first turn are not lost when the page
+    subscribes after they were streamed (or opens mid-turn)."""
+    hub = StreamHub()
+    hub.active_run = "run-1"
+    hub.publish(_delta("Thinking", reset=True, field="reasoning"))
+    hub.publish(_delta("Hel"))  # streamed before anyone subscribed
+    sub = hub.subscribe()
+    sub.follow("run-1")
+    hub.publish(_delta("lo"))  # between the ack and the catch-up: part of the catch-up's text too
+    assert sub.catch_up_due
+    sub.catch_up()
+    hub.publish(_delta(", world"))
+    got = _drain(sub)
+    assert _fold(got) == "Hello, world" and _fold(got, "reasoning") == "Thinking"
+    catch_up = [m for m in got if m.since is not None]
+    assert [(m.field, m.text, m.reset) for m in catch_up] == [
+        ("reasoning", "Thinking", True),
+        ("content", "Hello", False),
+    ]
+    assert not sub.catch_up_due
+
+
+def test_the_catch_up_is_the_latest_turn_only_restarts_on_reset_and_is_bounded() -> None:
+    hub = StreamHub()
+    hub.active_run = "run-1"
+    hub.publish(StreamDelta(run_id="run-1", role_id="lead-0-1", role="lead", field="content", text="old", reset=True))
+    hub.publish(_delta("first attempt", reset=True))
+    hub.publish(_delta("retried", reset=True))
+    hub.publish(_delta("x" * (PARTIAL_CHARS + 5)))
+    (message,) = hub.partials.catch_up("run-1")
+    assert message.role_id == "coder-1-2" and message.reset and message.text.endswith("xxx")
+    assert len(message.text) == PARTIAL_CHARS and "first" not in message.text
+    assert hub.partials.catch_up("run-2") == []
+    hub.active_run = "run-2"  # another run is active: nothing of the old one is replayed
+    assert hub.catch_up("run-1") == []
+    other = hub.subscribe()
+    other.follow("run-3")
+    other.catch_up()
+    assert _drain(other) == []

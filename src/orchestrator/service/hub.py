@@ -3,21 +3,43 @@
 The run calls ``publish`` synchronously from its streaming hot path; each subscriber has a small
 bounded memory channel, and a subscriber whose channel is full (a slow or dead viewer) is dropped on
 the spot. Nothing here blocks, awaits or raises into the run.
+
+The hub also keeps the text of each instance's turn in flight so far (``PartialTexts``, the active run
+only, bounded): a socket that subscribes mid-turn — the page opened late, or the shell subscribing a
+moment after the run's first tokens — first gets that text as a ``reset`` delta carrying ``since`` (when
+the turn's first token came), then the live deltas, so nothing streamed before the subscription is lost.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import msgspec
 import trio
 
 from orchestrator.engine.run import StreamDelta
+from orchestrator.runlog.writer import utc_timestamp
 
-__all__ = ["SUBSCRIBER_BUFFER", "DeltaMessage", "Outgoing", "StreamHub", "Subscription", "coalesce", "frames"]
+__all__ = [
+    "PARTIAL_CHARS",
+    "PARTIAL_INSTANCES",
+    "SUBSCRIBER_BUFFER",
+    "DeltaMessage",
+    "Outgoing",
+    "PartialTexts",
+    "StreamHub",
+    "Subscription",
+    "coalesce",
+    "frames",
+]
 
 #: Deltas buffered per subscriber before it counts as too slow and is dropped.
 SUBSCRIBER_BUFFER = 256
+#: Per-field characters of a turn's text the hub keeps for late subscribers (the head is dropped).
+PARTIAL_CHARS = 64_000
+#: Instances whose turn text the hub keeps (the least recently streamed go first).
+PARTIAL_INSTANCES = 32
 
 
 class DeltaMessage(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True, tag_field="type", tag="delta"):
@@ -31,6 +53,74 @@ class DeltaMessage(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=T
     field: str
     text: str
     reset: bool = False
+    #: only on a catch-up sent at subscription: when the turn's first token came (UTC, log format)
+    since: str | None = None
+
+
+class _Partial:
+    """One instance's turn text so far: chunks per field (joined on demand, so appends stay cheap)."""
+
+    __slots__ = ("chunks", "role", "since", "sizes")
+
+    def __init__(self, role: str, since: str) -> None:
+        self.role = role
+        self.since = since
+        self.chunks: dict[str, list[str]] = {"reasoning": [], "content": []}
+        self.sizes: dict[str, int] = {"reasoning": 0, "content": 0}
+
+    def add(self, field: str, text: str) -> None:
+        chunks = self.chunks.setdefault(field, [])
+        chunks.append(text)
+        self.sizes[field] = self.sizes.get(field, 0) + len(text)
+        if self.sizes[field] > 2 * PARTIAL_CHARS:
+            kept = "".join(chunks)[-PARTIAL_CHARS:]
+            self.chunks[field], self.sizes[field] = [kept], len(kept)
+
+    def text(self, field: str) -> str:
+        return "".join(self.chunks.get(field, ()))[-PARTIAL_CHARS:]
+
+
+class PartialTexts:
+    """The text of each instance's turn in flight, folded from deltas (a ``reset`` starts it afresh)."""
+
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+        self._turns: dict[str, _Partial] = {}
+
+    def apply(self, delta: StreamDelta, now: Callable[[], str]) -> None:
+        if delta.run_id != self.run_id:
+            self.run_id, self._turns = delta.run_id, {}
+        turn = self._turns.pop(delta.role_id, None)
+        if turn is None or delta.reset:
+            turn = _Partial(delta.role, now())
+        self._turns[delta.role_id] = turn
+        while len(self._turns) > PARTIAL_INSTANCES:
+            del self._turns[next(iter(self._turns))]
+        turn.add(delta.field, delta.text)
+
+    def catch_up(self, run_id: str) -> list[DeltaMessage]:
+        """What a new subscriber to ``run_id`` needs first: the text of the turn streamed last (a run has
+        one model turn in flight at a time), as a ``reset`` delta with ``since`` for its first non-empty
+        field and a plain one for the other; nothing for another run or before any token."""
+        if run_id != self.run_id or not self._turns:
+            return []
+        role_id, turn = next(reversed(self._turns.items()))
+        out: list[DeltaMessage] = []
+        for field in ("reasoning", "content"):
+            text = turn.text(field)
+            if text:
+                out.append(
+                    DeltaMessage(
+                        run_id=run_id,
+                        role_id=role_id,
+                        role=turn.role,
+                        field=field,
+                        text=text,
+                        reset=not out,
+                        since=turn.since,
+                    )
+                )
+        return out
 
 
 class Outgoing(NamedTuple):
@@ -50,6 +140,7 @@ class Subscription:
         self._send, self.receive = trio.open_memory_channel[Outgoing](SUBSCRIBER_BUFFER)
         self._hub = hub
         self.dropped = False
+        self.catch_up_due = False
 
     def offer(self, message: Outgoing) -> None:
         try:
@@ -65,6 +156,21 @@ class Subscription:
         self._hub.remove(self)
         self._send.close()
 
+    def follow(self, run_id: str) -> None:
+        """Follow ``run_id`` from now on; ``catch_up`` is due (the socket sends its ack first)."""
+        self.run_id = run_id
+        self.catch_up_due = True
+
+    def catch_up(self) -> None:
+        """Queue the text the followed run's turn in flight streamed so far, as a ``reset`` delta.
+
+        Synchronous, so no delta can slip in between; one that was sent before it is part of that
+        text, which the ``reset`` replaces whole — the client ends with exactly what was streamed."""
+        self.catch_up_due = False
+        if self.run_id is not None:
+            for outgoing in self._hub.catch_up(self.run_id):
+                self.offer(outgoing)
+
 
 class StreamHub:
     """Subscribers keyed by nothing: each filters on its own ``run_id``; only the active run publishes."""
@@ -73,6 +179,14 @@ class StreamHub:
         self._subscribers: set[Subscription] = set()
         self._encoder = msgspec.json.Encoder()
         self.active_run: str | None = None
+        self.partials = PartialTexts()
+        self._now: Callable[[], str] = utc_timestamp
+
+    def catch_up(self, run_id: str) -> list[Outgoing]:
+        """The turn text streamed so far for a subscriber that starts following ``run_id`` now."""
+        if run_id != self.active_run:
+            return []
+        return [Outgoing(m, self._encoder.encode(m).decode()) for m in self.partials.catch_up(run_id)]
 
     def subscribe(self) -> Subscription:
         subscription = Subscription(self)
@@ -88,7 +202,10 @@ class StreamHub:
 
     def publish(self, delta: StreamDelta) -> None:
         """Called by the run for every streamed delta. Never blocks; drops subscribers that lag."""
-        if delta.run_id != self.active_run or not self._subscribers:
+        if delta.run_id != self.active_run:
+            return
+        self.partials.apply(delta, self._now)
+        if not self._subscribers:
             return
         message = DeltaMessage(
             run_id=delta.run_id,

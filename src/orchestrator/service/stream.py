@@ -5,6 +5,9 @@ so sockets cannot pile up.
 - the first message (``subscribe`` or ``ping``) must come within ``first_message_seconds`` (default 30),
   and then some message at least every ``idle_seconds`` (default 90), else the socket is closed with
   1008; the UI pings every 20 s and the server answers ``{"type":"pong"}``, so a live page never trips it;
+- after the ``subscribed`` ack, the text the run's turn in flight streamed so far (``StreamHub.catch_up``)
+  comes as one ``reset`` delta (plus one for its other field) carrying ``since``, so a page that opens
+  mid-turn, or subscribes a moment after the run's first tokens, loses nothing;
 - on shutdown every socket gets 1001 (hypercorn would otherwise cut them off with 1006).
 
 The limits come from ``ORCHESTRATOR_WS_MAX_SOCKETS``, ``ORCHESTRATOR_WS_FIRST_MESSAGE_SECONDS`` and
@@ -100,6 +103,8 @@ async def serve_socket(service: Service, limits: StreamLimits) -> None:
                 reply = handle_message(message, subscription)
                 if reply is not None:
                     await websocket.send(reply)
+                if subscription.catch_up_due:  # after the ack: the turn text streamed before it
+                    subscription.catch_up()
     finally:
         subscription.close()
 
@@ -116,6 +121,6 @@ def handle_message(message: str | bytes, subscription: Subscription) -> str | No
     if kind == "ping":
         return '{"type":"pong"}'
     if kind == "subscribe" and isinstance(parsed.get("runId"), str):
-        subscription.run_id = parsed["runId"]
+        subscription.follow(parsed["runId"])
         return _encoder.encode({"type": "subscribed", "runId": parsed["runId"]}).decode()
     return None
