@@ -195,17 +195,23 @@ def test_a_run_carrying_the_payloads_renders_inert_in_the_inspector_and_cards(
     by_id = {p["id"]: p for p in model["participants"]}
     tool_return = next(o for o in model["operations"] if o["kind"] == "return" and by_id[o["source"]]["kind"] == "tool")
     coder_return = next(o for o in model["operations"] if o["kind"] == "return" and o["source"] == "role:coder:1")
-    for op in (tool_return, coder_return):
-        page.locator(f'.seq-row[data-op="{op["id"]}"]').click()
-        details = page.get_by_test_id("operation-details")
-        expect(details).not_to_contain_text("Loading")
-        expect(details).to_contain_text("ok link")
-        assert page.evaluate(AUDIT, ["[data-testid=operation-details]", sorted(ALLOWED)]) == []
+    # The shell's return shows its result by type: the payloads are stdout text, no element of theirs.
+    page.locator(f'.seq-row[data-op="{tool_return["id"]}"]').click()
+    result = page.get_by_test_id("operation-result")
+    expect(result.get_by_test_id("tool-stdout")).to_contain_text('onclick="window.__pwned')
+    assert page.evaluate(
+        "() => document.querySelectorAll('[data-testid=operation-result] :is(a, img, script, iframe, svg, form)').length"
+    ) == 0
+    page.locator(f'.seq-row[data-op="{coder_return["id"]}"]').click()
+    details = page.get_by_test_id("operation-details")
+    expect(details).not_to_contain_text("Loading")
+    expect(details).to_contain_text("ok link")
+    assert page.evaluate(AUDIT, ["[data-testid=operation-details]", sorted(ALLOWED)]) == []
     page.get_by_test_id("card-open-transcript").first.click()
     transcript = page.get_by_test_id("inspector-transcript")
     expect(transcript.get_by_test_id("transcript-reply")).to_contain_text("ok link")
     expect(transcript.get_by_test_id("transcript-finish")).to_contain_text("ok link")
-    expect(transcript.get_by_test_id("transcript-tool-result")).to_contain_text("onerror")  # shown as text
+    expect(transcript.get_by_test_id("tool-stdout")).to_contain_text("onerror")  # shown as text
     transcript.get_by_test_id("wire-expander").first.locator("summary").click()
     expect(transcript.get_by_test_id("wire-body").first).to_contain_text("window.__pwned")  # as text
     _control_fires(page)

@@ -111,8 +111,10 @@ def test_a_live_run_in_the_flow_and_sequence_views_and_the_inspector(
     transcript = inspector.get_by_test_id("inspector-transcript")
     expect(transcript.get_by_test_id("transcript-turn")).to_have_count(3)
     expect(transcript.get_by_test_id("transcript-tool-call").first).to_contain_text("ask_human")
-    expect(transcript.get_by_test_id("transcript-tool-result").first).to_contain_text("Hello, world")
-    expect(transcript).to_contain_text('"stdout": "hi\\n"')
+    # each result under its call, by type (issue 18, problem 6): the answer, the shell's stdout as text
+    expect(transcript.get_by_test_id("tool-result").first).to_contain_text("Hello, world")
+    expect(transcript.get_by_test_id("tool-stdout")).to_contain_text("hi")
+    expect(transcript).not_to_contain_text('"stdout"')
     expect(transcript.get_by_test_id("transcript-finish")).to_contain_text("greeting.txt")
     expect(inspector.get_by_test_id("inspector-budget")).to_contain_text("Last prompt")
     transcript.get_by_test_id("wire-expander").first.locator("summary").click()

@@ -1,17 +1,23 @@
 // The inspector modal: one agent instance's transcript.
 //
-//   openInspector(ctx, {instanceId, role, participantId?}) -> {close()}
+//   openInspector(ctx, {instanceId, role, participantId?, focusIndex?}) -> {close()}
 //   ctx = {runId, config, api: {get(path) -> Promise<json>}, getTier?() , getRunView?() -> runView,
 //          partials? (stream.js createPartials, shared with the run view), stream? (onDelta(fn) ->
 //          unsubscribe), labels? (labels.js)}
 //   openOperationCard(...) is re-exported from opcard.js (the operation inspector card).
 //
 // The transcript is GET /api/runs/:id/log?instance=<id>: the newest page first, "Load older" pages
-// back, and while the modal is open a 1 s poll asks only for what follows the last known event.
+// back, and while the modal is open a 1 s poll asks only for what follows the last known event. With
+// `focusIndex` (a log event index) it opens at the turn containing that event instead (loading older
+// pages as needed), scrolled to and highlighted.
+// Each tool call shows its result underneath, by type (toolresult.js, from the rows' `toolResults`); a
+// result still pending is refreshed from GET /api/runs/:id/toolresult?turn=<index>, a write's diff and
+// a "show all" come from ?event=<index> (cached like the wire detail).
 // Each model turn shows what was new on the wire (inputs, tool results), the reply (Markdown), its tool
 // calls with arguments, and usage; an "On the wire" expander fetches ?detail=<index> on first open
 // (the complete conversation the model saw), cached per session (bounded; failures are not cached).
-// The in-flight turn shows the live partial text from the stream. Also shown: finish cards (error kind
+// The in-flight turn shows the live partial text from the stream (text whose turn started before the
+// turn in flight — a stale catch-up — is not shown), following its tail. Also shown: finish cards (error kind
 // only through "copy raw"), the instance's token budget (last prompt vs the effective budget), and the
 // run's plan document. Escape or the close button closes it. Agent prose goes through renderMarkdown;
 // machine fields are text nodes.
@@ -19,7 +25,7 @@
 import { renderMarkdown } from "./markdown.js";
 import { openOperationCard } from "./opcard.js";
 import { createPartials } from "./stream.js";
-import { boundedCache, compact, copyText, el } from "./rvdom.js";
+import { boundedCache, compact, copyText, el, ensureStylesheet } from "./rvdom.js";
 import { renderTurn, renderWire } from "./transcript.js";
 
 export { openOperationCard };
@@ -27,6 +33,37 @@ export { openOperationCard };
 const PAGE = 50;
 const POLL_MS = 1000;
 const wireCache = boundedCache(100);
+const resultCache = boundedCache(200);
+/** Older pages loaded at most to reach a focus index (50 events each). */
+const MAX_FOCUS_PAGES = 40;
+/** Clock skew tolerated between the server's turn start and a partial's start. */
+const SKEW_MS = 1500;
+
+/** GET …/toolresult?event=<index>[&full=1], cached per run, index and size (failures are not). */
+function fetchResult(ctx, index, full = false) {
+  const key = `${ctx.runId}|${index}|${full ? 1 : 0}`;
+  const hit = resultCache.get(key);
+  if (hit !== undefined) return hit;
+  const path = `/api/runs/${encodeURIComponent(ctx.runId)}/toolresult?event=${encodeURIComponent(index)}${full ? "&full=1" : ""}`;
+  const pending = Promise.resolve().then(() => ctx.api.get(path));
+  resultCache.set(key, pending);
+  pending.catch(() => resultCache.delete(key));
+  return pending;
+}
+
+/** True when a partial's text started with (or after) the turn in flight — not a previous turn's. */
+export function partialIsCurrent(entry, inflightTimestamp) {
+  const started = Date.parse(inflightTimestamp || "");
+  if (!entry || !Number.isFinite(started) || !Number.isFinite(entry.startedAt)) return Boolean(entry);
+  return entry.startedAt >= started - SKEW_MS;
+}
+
+/** Keep a scrolled box at its bottom when it was there before `change()` (the live text's tail). */
+function followTail(box, change) {
+  const atEnd = box.scrollTop + box.clientHeight >= box.scrollHeight - 8;
+  change();
+  if (atEnd) box.scrollTop = box.scrollHeight;
+}
 
 function fetchDetail(ctx, index) {
   const key = `${ctx.runId}|${index}`;
@@ -49,7 +86,8 @@ export function effectiveBudget(config) {
   return window > 0 ? Math.max(1, window - reserve) : null;
 }
 
-export function openInspector(ctx, { instanceId, role, participantId = null }) {
+export function openInspector(ctx, { instanceId, role, participantId = null, focusIndex = null }) {
+  ensureStylesheet("toolresult.css");
   for (const old of document.querySelectorAll(".rv-modal-backdrop")) old.__close?.();
   const base = `/api/runs/${encodeURIComponent(ctx.runId)}/log?instance=${encodeURIComponent(instanceId || "")}`;
   const tier = () => (ctx.getTier ? ctx.getTier() : "detailed");
@@ -106,7 +144,7 @@ export function openInspector(ctx, { instanceId, role, participantId = null }) {
   const previousFocus = document.activeElement;
   close.focus();
 
-  const state = { events: [], first: 0, total: 0, closed: false, timer: 0, callNames: new Map(), floor: -Infinity, inflight: null, lastPoll: -Infinity };
+  const state = { events: [], first: 0, total: 0, closed: false, timer: 0, callNames: new Map() };
 
   function shut() {
     if (state.closed) return;
@@ -179,17 +217,13 @@ export function openInspector(ctx, { instanceId, role, participantId = null }) {
       live.hidden = true;
       return;
     }
-    if (state.inflight !== inflight.index) {
-      state.inflight = inflight.index;
-      state.floor = state.lastPoll - 250;
-    }
     live.hidden = false;
     const entry = (instanceId && partials.get(instanceId)) || (!instanceId && partials.forRole(role)) || null;
-    const fresh = entry && entry.resetAt >= state.floor;
+    const fresh = partialIsCurrent(entry, inflight.timestamp);
     const text = fresh ? entry.content : "";
     const reasoning = fresh ? entry.reasoning : "";
-    if (liveText.textContent !== text) liveText.textContent = text;
-    if (liveReasoning.textContent !== reasoning) liveReasoning.textContent = reasoning;
+    if (liveText.textContent !== text) followTail(liveText, () => (liveText.textContent = text));
+    if (liveReasoning.textContent !== reasoning) followTail(liveReasoning, () => (liveReasoning.textContent = reasoning));
   }
 
   function eventNode(event) {
@@ -198,9 +232,68 @@ export function openInspector(ctx, { instanceId, role, participantId = null }) {
       callNames: state.callNames,
       onWire: (target, index) => loadWire(target, index),
       onCopy: (value) => copyText(value),
+      onShowAll: (view) => fetchResult(ctx, view.index ?? view.callIndex, true).then((body) => body.result),
+      onDiff: (view) => fetchResult(ctx, view.index).then((body) => body.diff),
+      onJump: (callId) => jumpToCall(callId),
     });
     node.dataset.index = String(event.index);
+    node.classList.add("rv-turn-row");
     return node;
+  }
+
+  function jumpToCall(callId) {
+    const call = [...list.querySelectorAll(".rv-call")].find((node) => node.dataset.callId === String(callId));
+    if (!call) {
+      older.focus();
+      return;
+    }
+    for (const node of list.querySelectorAll(".rv-focus")) node.classList.remove("rv-focus");
+    call.classList.add("rv-focus");
+    call.scrollIntoView?.({ block: "center" });
+  }
+
+  /** Re-fetch the results of turns whose calls were still running when they were drawn. */
+  async function refreshPending() {
+    const pending = [...list.querySelectorAll('.rv-call[data-pending="1"]')].map((n) => n.closest(".rv-turn-row"));
+    const rows = [...new Set(pending.filter(Boolean))].slice(-2);
+    for (const row of rows) {
+      const index = Number(row.dataset.index);
+      try {
+        const body = await ctx.api.get(`/api/runs/${encodeURIComponent(ctx.runId)}/toolresult?turn=${index}`);
+        if (state.closed || !body || !Array.isArray(body.results)) return;
+        const at = state.events.findIndex((e) => e.index === index);
+        const current = row.isConnected ? row : null;
+        if (at < 0 || !current) continue;
+        const same = JSON.stringify(state.events[at].toolResults) === JSON.stringify(body.results);
+        if (same) continue;
+        state.events[at] = { ...state.events[at], toolResults: body.results };
+        current.replaceWith(eventNode(state.events[at]));
+      } catch {
+        // the next poll retries
+      }
+    }
+  }
+
+  /** Open at the turn containing log event `focusIndex`: load older pages until it is in, then scroll. */
+  async function focusOn(index) {
+    for (let pages = 0; pages < MAX_FOCUS_PAGES && state.first > 0 && state.events.length && state.events[0].index > index; pages += 1) {
+      await loadOlder();
+      if (state.closed) return false;
+    }
+    let target = null;
+    for (const node of list.children) {
+      if (Number(node.dataset.index) <= index) target = node;
+    }
+    if (!target) return false;
+    target.classList.add("rv-focus");
+    target.dataset.focus = "1";
+    // a tool event: its call inside the turn is highlighted too
+    const event = state.events.find((e) => e.index === Number(target.dataset.index));
+    const view = ((event && event.toolResults) || []).find((v) => v.index === index || v.callIndex === index);
+    const call = view && [...target.querySelectorAll(".rv-call")].find((n) => n.dataset.callId === view.callId);
+    if (call) call.classList.add("rv-focus");
+    (call || target).scrollIntoView?.({ block: call ? "center" : "start" });
+    return true;
   }
 
   async function loadWire(target, index) {
@@ -244,10 +337,10 @@ export function openInspector(ctx, { instanceId, role, participantId = null }) {
     } catch {
       status.textContent = "The transcript could not be loaded.";
     }
-    state.lastPoll = performance.now();
     drawBudget();
     drawPartial();
-    list.lastElementChild?.scrollIntoView?.({ block: "end" });
+    const focused = Number.isFinite(focusIndex) && !state.closed ? await focusOn(focusIndex) : false;
+    if (!focused) list.lastElementChild?.scrollIntoView?.({ block: "end" });
     schedule();
   }
 
@@ -282,12 +375,10 @@ export function openInspector(ctx, { instanceId, role, participantId = null }) {
     const view = ctx.getRunView ? ctx.getRunView() : null;
     const running = !view || view.status === "running" || view.status === "needs_clarification";
     if (running) {
-      const started = performance.now();
       try {
         const page = await ctx.api.get(`${base}&offset=${state.total}&limit=500`);
         if (state.closed) return;
         const events = (page.events || []).filter((e) => !state.events.length || e.index > state.events[state.events.length - 1].index);
-        state.lastPoll = started;
         if (events.length) {
           const stick = dialog.scrollTop + dialog.clientHeight >= dialog.scrollHeight - 40;
           append(events);
@@ -299,6 +390,7 @@ export function openInspector(ctx, { instanceId, role, participantId = null }) {
         // the next poll retries
       }
     }
+    await refreshPending();
     drawPlan();
     drawBudget();
     drawPartial();

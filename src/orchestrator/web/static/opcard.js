@@ -1,30 +1,68 @@
 // The operation inspector card: an operation's label, endpoints,
 // counts and times from the model, and its detail body fetched on demand from
 // GET /api/runs/:id/flow?operation=<id> — once per `<runId>|<opId>` for the browser session (bounded
-// cache; a failed fetch is not cached, so reopening retries) — rendered as sanitized Markdown.
+// cache; a failed fetch is not cached, so reopening retries) — rendered as sanitized Markdown. A tool
+// call or return shows its call and result by type instead (toolresult.js, from
+// GET /api/runs/:id/toolresult?event=<logIndex>; a write with its diff), the Markdown as the fallback.
+// "Transcript" opens the inspector at the turn of the operation's event (`logIndex` → focusIndex).
 //
-//   openOperationCard(ctx, {opId, model, labels, tier, host?, onInstance?(pid)}) -> {close()}
+//   openOperationCard(ctx, {opId, model, labels, tier, host?, onInstance?(pid, focusIndex)}) -> {close()}
 //   ctx = {runId, api: {get(path) -> Promise<json>}}
 // The card replaces any card already open in `host` (default: a floating panel on document.body).
 
 import { badge, severityOf } from "./labels.js";
 import { renderMarkdown } from "./markdown.js";
-import { boundedCache, clock, compact, copyText, duration, el } from "./rvdom.js";
+import { boundedCache, clock, compact, copyText, duration, el, ensureStylesheet } from "./rvdom.js";
+import { renderToolResult } from "./toolresult.js";
 
 const details = boundedCache(300);
 
-/** The detail Markdown of an operation (null when it has none); cached per run and operation. */
-export function fetchOperationDetails(ctx, opId) {
+/** An operation's detail answer {details (Markdown or null), logIndex (or null)}; cached per run and
+ * operation. */
+export function fetchOperation(ctx, opId) {
   const key = `${ctx.runId}|${opId}`;
   const hit = details.get(key);
   if (hit !== undefined) return hit;
   const path = `/api/runs/${encodeURIComponent(ctx.runId)}/flow?operation=${encodeURIComponent(opId)}`;
   const pending = Promise.resolve()
     .then(() => ctx.api.get(path))
-    .then((body) => (body && typeof body.details === "string" ? body.details : null));
+    .then((body) => ({
+      details: body && typeof body.details === "string" ? body.details : null,
+      logIndex: body && Number.isInteger(body.logIndex) ? body.logIndex : null,
+    }));
   details.set(key, pending);
   pending.catch(() => details.delete(key)); // failures are not cached
   return pending;
+}
+
+/** The detail Markdown of an operation (null when it has none); cached per run and operation. */
+export function fetchOperationDetails(ctx, opId) {
+  return fetchOperation(ctx, opId).then((answer) => answer.details);
+}
+
+const results = boundedCache(200);
+
+/** GET …/toolresult?event=<index>[&full=1] (cached; failures are not). */
+function fetchToolResult(ctx, index, full = false) {
+  const key = `${ctx.runId}|${index}|${full ? 1 : 0}`;
+  const hit = results.get(key);
+  if (hit !== undefined) return hit;
+  const path = `/api/runs/${encodeURIComponent(ctx.runId)}/toolresult?event=${encodeURIComponent(index)}${full ? "&full=1" : ""}`;
+  const pending = Promise.resolve().then(() => ctx.api.get(path));
+  results.set(key, pending);
+  pending.catch(() => results.delete(key));
+  return pending;
+}
+
+/** The card body of a tool operation: the call's result by type; null when the server has none. */
+async function toolBody(ctx, logIndex) {
+  const answer = await fetchToolResult(ctx, logIndex);
+  if (!answer || !answer.result) return null;
+  const diff = answer.diff;
+  return renderToolResult(answer.result, {
+    onShowAll: (view) => fetchToolResult(ctx, view.index ?? view.callIndex, true).then((body) => body.result),
+    onDiff: () => Promise.resolve(diff || null),
+  });
 }
 
 function row(name, value) {
@@ -40,6 +78,7 @@ function badgeRow(op) {
 }
 
 export function openOperationCard(ctx, { opId, model, labels, tier = "detailed", host = null, onInstance = null }) {
+  ensureStylesheet("toolresult.css");
   const ops = (model && model.operations) || [];
   const op = ops.find((o) => o.id === opId);
   const byId = new Map(((model && model.participants) || []).map((p) => [p.id, p]));
@@ -104,7 +143,15 @@ export function openOperationCard(ctx, { opId, model, labels, tier = "detailed",
         const button = el("button", "rv-link", `Transcript: ${labels.participant(p, tier)} #${p.id.split(":").pop()}`);
         button.type = "button";
         button.dataset.testid = "card-open-transcript";
-        button.addEventListener("click", () => onInstance(p.id));
+        button.addEventListener("click", async () => {
+          let focusIndex = null;
+          try {
+            focusIndex = (await fetchOperation(ctx, opId)).logIndex;
+          } catch {
+            // opens at the newest turn
+          }
+          onInstance(p.id, focusIndex);
+        });
         actions.appendChild(button);
       }
     }
@@ -115,8 +162,16 @@ export function openOperationCard(ctx, { opId, model, labels, tier = "detailed",
   card.appendChild(body);
   target.appendChild(card);
 
-  fetchOperationDetails(ctx, opId).then(
-    (text) => {
+  const byTool = op && [op.source, op.destination].some((pid) => byId.get(pid)?.kind === "tool");
+  fetchOperation(ctx, opId).then(
+    async ({ details: text, logIndex }) => {
+      const typed = byTool && logIndex !== null ? await toolBody(ctx, logIndex).catch(() => null) : null;
+      if (typed) {
+        body.classList.remove("md"); // machine text by type, not Markdown
+        body.dataset.testid = "operation-result";
+        body.replaceChildren(typed);
+        return;
+      }
       body.replaceChildren(text ? renderMarkdown(text) : el("p", "rv-muted", "No details for this operation."));
     },
     () => {

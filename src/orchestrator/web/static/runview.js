@@ -173,12 +173,12 @@ export function createRunView(root, ctx) {
     getRunView: () => runView,
   };
 
-  function showParticipant(pid) {
+  function showParticipant(pid, focusIndex = null) {
     const p = flow && project(flow).byId.get(pid);
     if (!p) return;
     if (p.kind === "role") {
       if (inspector) inspector.close();
-      inspector = openInspector(inspectorCtx, { instanceId: maps.toInstance.get(pid) || null, role: p.role, participantId: pid });
+      inspector = openInspector(inspectorCtx, { instanceId: maps.toInstance.get(pid) || null, role: p.role, participantId: pid, focusIndex });
       return;
     }
     const ops = flow.operations || [];
@@ -223,7 +223,7 @@ export function createRunView(root, ctx) {
   }
 
   function showOperation(opId) {
-    openOperationCard(ctx, { opId, model: flow, labels, tier, host: cards, onInstance: (pid) => showParticipant(pid) });
+    openOperationCard(ctx, { opId, model: flow, labels, tier, host: cards, onInstance: (pid, focusIndex) => showParticipant(pid, focusIndex) });
   }
 
   /** Where the live partial goes: the participant of the instance whose model turn is in flight. */

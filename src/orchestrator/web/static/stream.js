@@ -12,7 +12,8 @@
 // Protocol: client → {"type":"subscribe","runId"} or {"type":"ping"} (on open when there is nothing to
 // follow, then every 20 s: the server closes sockets silent past its idle limit); server → {"type":"pong"},
 // {"type":"subscribed","runId"} (the ack) and
-// {"type":"delta","runId","roleId","role","field":"content"|"reasoning","text","reset"?}. Reconnects with
+// {"type":"delta","runId","roleId","role","field":"content"|"reasoning","text","reset"?,"since"?} — right
+// after the ack, the text the turn in flight streamed so far comes as a reset delta carrying `since`. Reconnects with
 // capped backoff (500 ms doubling to 8 s), reset by an ack. The stream is optional: a blocked, absent or
 // dying socket is retried quietly and never surfaces an error; polling stays the authority on run state.
 // `onState` hears state changes; `onDelta` (and listeners) hear well-formed deltas of the subscribed run.
@@ -170,10 +171,17 @@ export function createStream({ url = "/ws/stream", onDelta = null, onState = nul
   };
 }
 
+/** Wall-clock ms of a turn's start: the server's `since` (a catch-up's) when it parses, else now. */
+function wallClock(since) {
+  const parsed = typeof since === "string" ? Date.parse(since) : NaN;
+  return Number.isFinite(parsed) ? parsed : Date.now();
+}
+
 /**
  * In-flight partial text per role instance, folded from deltas: `reset` clears both fields before
  * appending (a retried attempt re-emits from zero). Entries: {runId, roleId, role, content, reasoning,
- * resetAt, updatedAt, seq}; times are `performance.now()` values. At most `limit` instances are kept.
+ * resetAt, startedAt, updatedAt, seq}; `startedAt` is the wall-clock ms the turn's text started (a
+ * catch-up delta's `since`), the other times are `performance.now()` values. At most `limit` instances are kept.
  */
 export function createPartials(limit = 32) {
   const entries = new Map();
@@ -187,7 +195,7 @@ export function createPartials(limit = 32) {
       const now = performance.now();
       let entry = entries.get(key);
       if (entry === undefined || entry.runId !== delta.runId) {
-        entry = { runId: delta.runId, roleId: delta.roleId || null, role: delta.role || null, content: "", reasoning: "", resetAt: now, updatedAt: now, seq: 0 };
+        entry = { runId: delta.runId, roleId: delta.roleId || null, role: delta.role || null, content: "", reasoning: "", resetAt: now, startedAt: wallClock(delta.since), updatedAt: now, seq: 0 };
       }
       entries.delete(key);
       entries.set(key, entry);
@@ -196,6 +204,7 @@ export function createPartials(limit = 32) {
         entry.content = "";
         entry.reasoning = "";
         entry.resetAt = now;
+        entry.startedAt = wallClock(delta.since);
       }
       let text = entry[delta.field] + delta.text;
       if (text.length > MAX_PARTIAL_CHARS) text = text.slice(text.length - MAX_PARTIAL_CHARS);

@@ -3,11 +3,17 @@
 // renderMarkdown; everything machine-made (tool arguments and results, wire messages, usage, error
 // messages) is a text node.
 //
-//   renderTurn(event, {instanceId, callNames: Map<callId, toolName>, onWire(target, index), onCopy(text)})
+//   renderTurn(event, {instanceId, callNames: Map<callId, toolName>, onWire(target, index), onCopy(text),
+//              onShowAll?(view), onDiff?(view), onJump?(callId)})
+//
+// A model turn's tool calls carry their results underneath (the row's server-paired `toolResults`, drawn
+// by toolresult.js by type); when the window pairs results (rows carry `toolResults`), the next turn's tool messages are
+// only compact references to them ("shown under its call"), so nothing is repeated.
 //   renderWire(detailSections) -> Node
 
 import { renderMarkdown } from "./markdown.js";
 import { clock, compact, el } from "./rvdom.js";
+import { renderToolResult } from "./toolresult.js";
 
 function text(value) {
   if (value == null) return "";
@@ -42,14 +48,24 @@ function firstLine(value, limit = 140) {
   return line.length > limit ? `${line.slice(0, limit - 1)}…` : line;
 }
 
-function toolCalls(calls, callNames) {
+function toolCalls(calls, callNames, results, options) {
+  const byId = new Map((Array.isArray(results) ? results : []).filter((r) => r && r.callId).map((r) => [r.callId, r]));
   const out = [];
   for (const call of Array.isArray(calls) ? calls : []) {
     const fn = (call && call.function) || {};
     if (call && call.id && fn.name) callNames.set(call.id, fn.name);
     const block = el("div", "rv-call", el("div", "rv-call-head", "→ ", el("code", "", String(fn.name || "?"))));
     block.dataset.testid = "transcript-tool-call";
-    block.appendChild(pre(pretty(fn.arguments)));
+    if (call && call.id) block.dataset.callId = String(call.id);
+    const view = call && call.id ? byId.get(call.id) : undefined;
+    if (view) {
+      // the result under its call; the raw arguments stay one click away
+      block.appendChild(el("details", "rv-args", el("summary", "", "Arguments"), pre(pretty(fn.arguments))));
+      block.appendChild(renderToolResult(view, { onShowAll: options.onShowAll, onDiff: options.onDiff }));
+      if (!view.kind) block.dataset.pending = "1";
+    } else {
+      block.appendChild(pre(pretty(fn.arguments)));
+    }
     out.push(block);
   }
   return out;
@@ -73,7 +89,7 @@ function verdictBadge(verdict) {
   return badge;
 }
 
-function message(m, callNames, verdicts = {}) {
+function message(m, callNames, verdicts = {}, paired = false, onJump = null) {
   const role = m && m.role;
   if (role === "assistant") {
     for (const call of Array.isArray(m.toolCalls) ? m.toolCalls : []) {
@@ -87,6 +103,15 @@ function message(m, callNames, verdicts = {}) {
   if (role === "tool") {
     const name = callNames.get(m.toolCallId) || "tool";
     const verdict = Object.prototype.hasOwnProperty.call(verdicts, m.toolCallId) ? verdicts[m.toolCallId] : null;
+    if (paired) {
+      // the server paired this result with its call: it is shown there, this is only a reference
+      const jump = el("button", "rv-link", "shown under its call");
+      jump.type = "button";
+      jump.addEventListener("click", () => onJump && onJump(m.toolCallId));
+      const ref = el("div", "rv-msg tool ref", "↩ Result of ", el("code", "", name), verdict ? [" ", verdictBadge(verdict)] : null, " — ", jump);
+      ref.dataset.testid = "transcript-result-ref";
+      return ref;
+    }
     const head = el("div", "rv-msg-head", "Result of ", el("code", "", name));
     if (verdict) head.append(" ", verdictBadge(verdict));
     const block = el("div", `rv-msg tool${verdict ? ` sev-${verdict.severity === "warn" ? "warn" : "fail"}` : ""}`, head, pre(pretty(m.content)));
@@ -108,13 +133,14 @@ function wireExpander(index, onWire) {
   return box;
 }
 
-function llmCall(event, { callNames, onWire }) {
+function llmCall(event, { callNames, onWire, onShowAll = null, onDiff = null, onJump = null }) {
   const p = event.payload || {};
+  const paired = Array.isArray(event.toolResults); // a window that pairs results with their calls
   const card = el("div", "rv-turn");
   card.dataset.testid = "transcript-turn";
   card.appendChild(el("div", "rv-turn-head", el("span", "rv-turn-title", "Model turn"), el("span", "rv-muted", `${clock(event.timestamp)} · ${usageLine(p)}`)));
   for (const m of Array.isArray(p.sent) ? p.sent : []) {
-    const node = message(m, callNames, event.verdicts && typeof event.verdicts === "object" ? event.verdicts : {});
+    const node = message(m, callNames, event.verdicts && typeof event.verdicts === "object" ? event.verdicts : {}, paired, onJump);
     if (node) card.appendChild(node);
   }
   const r = p.received;
@@ -126,7 +152,7 @@ function llmCall(event, { callNames, onWire }) {
       reply.dataset.testid = "transcript-reply";
       card.appendChild(reply);
     }
-    card.append(...toolCalls(r.toolCalls, callNames));
+    card.append(...toolCalls(r.toolCalls, callNames, event.toolResults, { onShowAll, onDiff }));
   } else if (!p.sent) {
     card.appendChild(el("p", "rv-muted", "Bodies are not recorded at this log level."));
   }
