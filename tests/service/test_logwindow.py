@@ -456,3 +456,25 @@ def test_scoped_windows_equal_the_literal_filter(actions: list[str], offset: int
         page = log_window(log.events, offset=offset, limit=limit, instance=rid, agg=agg)
         assert page["total"] == len(expected)
         assert indices(page) == expected[offset : offset + limit]
+
+
+def test_the_aggregate_indexes_each_instances_tool_events_and_the_file_results_by_path() -> None:
+    def event(type_: str, **payload: Any) -> dict[str, Any]:
+        return {"type": type_, "timestamp": "t", "payload": {"role": "coder", "roleId": "c1", **payload}}
+
+    def ok(data: dict[str, Any]) -> dict[str, Any]:
+        return {"kind": "success", "data": data}
+
+    events = [
+        event("role_start", depth=0, task="go"),
+        event("tool_call", tool="read_file", arguments="{}"),
+        event("tool_result", tool="read_file", kind="success", result=ok({"path": "a", "content": "x"})),
+        event("tool_call", tool="read_file", arguments="{}"),
+        event("tool_result", tool="read_file", kind="not_found", result={"kind": "not_found"}),
+        event("tool_call", tool="write_file", arguments="{}"),
+        event("tool_result", tool="write_file", kind="success", result=ok({"path": "a", "bytes": 1})),
+        event("tool_result", tool="run_shell", kind="success", result=ok({"path": "a"})),  # not a file tool
+    ]
+    agg = aggregate(events)
+    assert agg.instances["c1"].tools == [1, 2, 3, 4, 5, 6, 7]
+    assert agg.files == {"a": [2, 6]}  # successful reads and writes only

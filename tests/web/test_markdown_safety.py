@@ -199,9 +199,8 @@ def test_a_run_carrying_the_payloads_renders_inert_in_the_inspector_and_cards(
     page.locator(f'.seq-row[data-op="{tool_return["id"]}"]').click()
     result = page.get_by_test_id("operation-result")
     expect(result.get_by_test_id("tool-stdout")).to_contain_text('onclick="window.__pwned')
-    assert page.evaluate(
-        "() => document.querySelectorAll('[data-testid=operation-result] :is(a, img, script, iframe, svg, form)').length"
-    ) == 0
+    injected = "[data-testid=operation-result] :is(a, img, script, iframe, svg, form)"
+    assert page.evaluate("(selector) => document.querySelectorAll(selector).length", injected) == 0
     page.locator(f'.seq-row[data-op="{coder_return["id"]}"]').click()
     details = page.get_by_test_id("operation-details")
     expect(details).not_to_contain_text("Loading")
