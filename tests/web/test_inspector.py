@@ -130,12 +130,41 @@ def test_tool_results_by_type_under_their_calls_and_the_transcript_opens_at_the_
     write.scroll_into_view_if_needed()
     shots.save(page, "inspector-read-search-diff")
 
+    # Jump to the problems and find text in the transcript.
+    expect(inspector.get_by_test_id("inspector-problem-count")).to_have_text("1 problem")
+    inspector.get_by_test_id("inspector-next-problem").click()
+    current = transcript.locator(".rv-current")
+    expect(current).to_have_attribute("data-view", "terminal")
+    expect(current.get_by_test_id("tool-exit")).to_have_text("exit 1")
+    expect(inspector.get_by_test_id("inspector-problem-count")).to_have_text("1 of 1")
+    find = inspector.get_by_test_id("inspector-find")
+    find.fill("hello world")
+    find.press("Enter")
+    expect(transcript.locator(".rv-current")).to_contain_text("write_file")
+    expect(inspector.get_by_test_id("inspector-find-count")).to_contain_text("1 of")
+    find.fill("no such text anywhere")
+    find.press("Enter")
+    expect(inspector.get_by_test_id("inspector-find-count")).to_have_text("no match")
+
     # The compact reference jumps back to the call it belongs to.
     refs.nth(0).get_by_role("button").click()
     expect(transcript.locator(".rv-call.rv-focus")).to_have_count(1)
     expect(turns.nth(0).locator(".rv-call.rv-focus")).to_contain_text("echo building")
     page.keyboard.press("Escape")
     expect(inspector).to_have_count(0)
+
+
+#: True when the last characters of the element's text are inside its (scrolled) box.
+TAIL_IN_VIEW = """(selector) => {
+  const box = document.querySelector(selector);
+  const node = box && box.firstChild;
+  if (!node || node.nodeType !== Node.TEXT_NODE) return false;
+  const range = document.createRange();
+  range.setStart(node, Math.max(0, node.length - 3));
+  range.setEnd(node, node.length);
+  const r = range.getBoundingClientRect(), b = box.getBoundingClientRect();
+  return r.height > 0 && r.top >= b.top - 1 && r.bottom <= b.bottom + 1;
+}"""
 
 
 def _live_script() -> list[dict[str, Any]]:
@@ -166,6 +195,9 @@ def test_a_page_opened_mid_turn_shows_the_whole_partial_from_its_first_character
     page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(json.loads(payload))))
     open_host(page)
     mount(page, run_id)
+    # the run view's floating box follows the reasoning's tail: its newest line is the one in view
+    expect(page.get_by_test_id("live-partial").locator(".rv-partial-reasoning")).to_contain_text("Thought 6")
+    assert page.evaluate(TAIL_IN_VIEW, "[data-testid=live-partial] .rv-partial-reasoning")
     page.locator('.fg-node[data-pid="role:coder:1"]').click()
     live = page.get_by_test_id("inspector-live")
     expect(live.locator(".rv-partial-text")).to_contain_text("FIRST-WORDS of the coder")
@@ -173,6 +205,7 @@ def test_a_page_opened_mid_turn_shows_the_whole_partial_from_its_first_character
     expect(reasoning).to_contain_text("Thought 6")
     box = reasoning.bounding_box()
     assert box is not None and box["height"] > 60  # every line, not the first two
+    assert page.evaluate(TAIL_IN_VIEW, "[data-testid=inspector-live] .rv-partial-reasoning")
     shots.save(page, "inspector-live-mid-turn")
 
     deltas = [f for f in frames if f.get("type") == "delta"]

@@ -19,7 +19,8 @@
 // The in-flight turn shows the live partial text from the stream (text whose turn started before the
 // turn in flight — a stale catch-up — is not shown), following its tail. Also shown: finish cards (error kind
 // only through "copy raw"), the instance's token budget (last prompt vs the effective budget), and the
-// run's plan document. Escape or the close button closes it. Agent prose goes through renderMarkdown;
+// run's plan document, and a find bar (transcriptnav.js: next/previous problem, find text). Escape or
+// the close button closes it. Agent prose goes through renderMarkdown;
 // machine fields are text nodes.
 
 import { renderMarkdown } from "./markdown.js";
@@ -27,6 +28,7 @@ import { openOperationCard } from "./opcard.js";
 import { createPartials } from "./stream.js";
 import { boundedCache, compact, copyText, el, ensureStylesheet } from "./rvdom.js";
 import { renderTurn, renderWire } from "./transcript.js";
+import { createTranscriptNav } from "./transcriptnav.js";
 
 export { openOperationCard };
 
@@ -130,9 +132,11 @@ export function openInspector(ctx, { instanceId, role, participantId = null, foc
   const liveReasoning = el("div", "rv-partial-reasoning");
   live.append(el("div", "rv-inflight-head", "Model turn in flight"), liveReasoning, liveText);
   const status = el("p", "rv-muted", "Loading transcript…");
+  const nav = createTranscriptNav(list);
   dialog.append(
     el("header", "rv-modal-head", el("h2", "", label, " ", el("span", "rv-id", instanceId || "no instance id")), close),
     budget,
+    nav.el,
     plan,
     older,
     status,
@@ -268,6 +272,7 @@ export function openInspector(ctx, { instanceId, role, participantId = null, foc
         if (same) continue;
         state.events[at] = { ...state.events[at], toolResults: body.results };
         current.replaceWith(eventNode(state.events[at]));
+        nav.refresh();
       } catch {
         // the next poll retries
       }
@@ -314,6 +319,7 @@ export function openInspector(ctx, { instanceId, role, participantId = null, foc
       fragment.appendChild(eventNode(event));
     }
     list.appendChild(fragment);
+    nav.refresh();
   }
 
   async function loadInitial() {
@@ -358,6 +364,7 @@ export function openInspector(ctx, { instanceId, role, participantId = null, foc
       state.events = [...events, ...state.events];
       state.first = offset;
       older.hidden = offset === 0;
+      nav.refresh();
     } catch {
       // the button stays for a retry
     }
