@@ -210,6 +210,10 @@ def test_a_page_opened_mid_turn_shows_the_whole_partial_from_its_first_character
 
     deltas = [f for f in frames if f.get("type") == "delta"]
     assert deltas and deltas[0]["reset"] and "since" in deltas[0]  # the catch-up came first
+    # opening the inspector on the live run asked for it again (a re-subscribe), for partials that
+    # might have started listening late
+    assert [f["type"] for f in frames].count("subscribed") >= 2
+    assert len([d for d in deltas if "since" in d and d["field"] == "reasoning"]) >= 2
     assert deltas[0]["field"] == "reasoning" and deltas[0]["text"].startswith("Thought 1")
     ui_service.run_status(run_id, "success")
     ui_service.wait_idle()

@@ -104,6 +104,17 @@ export function openInspector(ctx, { instanceId, role, participantId = null, foc
     });
   }
 
+  // Opened on the live run: ask the stream again for the turn's text so far (the server answers a
+  // subscribe with a catch-up), in case the partials started listening after that turn began.
+  const liveView = ctx.getRunView ? ctx.getRunView() : null;
+  if (liveView && liveView.status === "running" && ctx.stream && typeof ctx.stream.subscribe === "function") {
+    try {
+      ctx.stream.subscribe(ctx.runId);
+    } catch {
+      // the stream is optional
+    }
+  }
+
   const backdrop = el("div", "rv-modal-backdrop");
   backdrop.dataset.testid = "inspector";
   const dialog = el("div", "rv-modal");
