@@ -146,6 +146,14 @@ def test_tool_results_by_type_under_their_calls_and_the_transcript_opens_at_the_
     find.press("Enter")
     expect(inspector.get_by_test_id("inspector-find-count")).to_have_text("no match")
 
+    # At 1024×700 the results wrap inside the modal: nothing runs off its right edge.
+    page.set_viewport_size({"width": 1024, "height": 700})
+    transcript.get_by_test_id("tool-stderr").first.scroll_into_view_if_needed()
+    overflow = "() => { const d = document.querySelector('.rv-modal'); return d.scrollWidth - d.clientWidth; }"
+    assert page.evaluate(overflow) <= 0
+    shots.save(page, "inspector-1024")
+    page.set_viewport_size({"width": 1440, "height": 900})
+
     # The compact reference jumps back to the call it belongs to.
     refs.nth(0).get_by_role("button").click()
     expect(transcript.locator(".rv-call.rv-focus")).to_have_count(1)

@@ -152,7 +152,7 @@ function plainView(body) {
 
 export function renderToolResult(view, { onShowAll = null, onDiff = null } = {}) {
   const body = view.body || { view: "plain", text: "" };
-  const box = el("div", `tr tr-${body.view} sev-${view.kind ? view.severity : "pending"}`);
+  const box = el("div", `tr tr-view-${body.view} sev-${view.kind ? view.severity : "pending"}`);
   box.dataset.testid = "tool-result";
   box.dataset.view = body.view;
   if (view.callId) box.dataset.callId = view.callId;
