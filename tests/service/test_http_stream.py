@@ -129,7 +129,7 @@ async def test_deltas_stream_for_the_subscribed_run_and_restart_on_a_retried_att
     assert deltas and len(deltas) == len(messages)
     for delta in deltas:
         assert set(delta) - {"reset", "since"} == DELTA_KEYS and delta["runId"] == run_id
-        assert "since" not in delta or delta["reset"]  # only a catch-up carries it, as a reset
+        assert ("since" in delta) == bool(delta.get("reset"))  # every restart says when it started
         assert delta.get("reset", True) is True  # only ever sent as true
         assert delta["field"] in ("reasoning", "content")
     lead = [d for d in deltas if d["role"] == "lead"]

@@ -65,7 +65,7 @@ def test_coalescing_merges_runs_of_one_field_but_never_across_a_reset() -> None:
 def test_a_delta_is_encoded_once_and_a_lagging_batch_is_merged() -> None:
     import msgspec
 
-    hub = StreamHub()
+    hub = StreamHub(now=lambda: "2026-01-01T00:00:00.000Z")  # a fixed clock, for the exact wire text
     hub.active_run = "run-1"
     subs = [hub.subscribe() for _ in range(3)]
     for sub in subs:
@@ -81,6 +81,7 @@ def test_a_delta_is_encoded_once_and_a_lagging_batch_is_merged() -> None:
         "field": "content",
         "text": "a",
         "reset": True,
+        "since": "2026-01-01T00:00:00.000Z",
     }
     hub.publish(_delta("b"))
     hub.publish(_delta("c"))
@@ -124,12 +125,16 @@ def test_a_late_subscriber_first_gets_the_turn_text_streamed_before_it_subscribe
     hub.publish(_delta(", world"))
     got = _drain(sub)
     assert _fold(got) == "Hello, world" and _fold(got, "reasoning") == "Thinking"
-    catch_up = [m for m in got if m.since is not None]
-    assert [(m.field, m.text, m.reset) for m in catch_up] == [
-        ("reasoning", "Thinking", True),
-        ("content", "Hello", False),
+    assert [(m.field, m.text, m.reset, m.since is not None) for m in got] == [
+        ("content", "lo", False, False),  # live, queued before the catch-up
+        ("reasoning", "Thinking", True, True),  # the catch-up: a reset saying when the turn started
+        ("content", "Hello", False, False),
+        ("content", ", world", False, False),
     ]
     assert not sub.catch_up_due
+    hub.publish(_delta("again", reset=True))  # a live restart says when, too
+    (restart,) = _drain(sub)
+    assert restart.reset and restart.since is not None
 
 
 def test_the_catch_up_is_the_latest_turn_only_restarts_on_reset_and_is_bounded() -> None:

@@ -6,8 +6,9 @@ the spot. Nothing here blocks, awaits or raises into the run.
 
 The hub also keeps the text of each instance's turn in flight so far (``PartialTexts``, the active run
 only, bounded): a socket that subscribes mid-turn — the page opened late, or the shell subscribing a
-moment after the run's first tokens — first gets that text as a ``reset`` delta carrying ``since`` (when
-the turn's first token came), then the live deltas, so nothing streamed before the subscription is lost.
+moment after the run's first tokens — first gets that text as a ``reset`` delta, then the live deltas,
+so nothing streamed before the subscription is lost. Every ``reset`` carries ``since`` (when the turn's
+first token came, on the server's clock), which a client compares with the log's timestamps.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ class DeltaMessage(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=T
     field: str
     text: str
     reset: bool = False
-    #: only on a catch-up sent at subscription: when the turn's first token came (UTC, log format)
+    #: on a ``reset`` (a turn's first delta, or a catch-up): when the turn's first token came (UTC, the
+    #: log's format), so a client compares it with the log's timestamps on one clock
     since: str | None = None
 
 
@@ -87,7 +89,8 @@ class PartialTexts:
         self.run_id: str | None = None
         self._turns: dict[str, _Partial] = {}
 
-    def apply(self, delta: StreamDelta, now: Callable[[], str]) -> None:
+    def apply(self, delta: StreamDelta, now: Callable[[], str]) -> str:
+        """Fold ``delta``; returns when its turn's text started (UTC, the log's format)."""
         if delta.run_id != self.run_id:
             self.run_id, self._turns = delta.run_id, {}
         turn = self._turns.pop(delta.role_id, None)
@@ -97,6 +100,7 @@ class PartialTexts:
         while len(self._turns) > PARTIAL_INSTANCES:
             del self._turns[next(iter(self._turns))]
         turn.add(delta.field, delta.text)
+        return turn.since
 
     def catch_up(self, run_id: str) -> list[DeltaMessage]:
         """What a new subscriber to ``run_id`` needs first: the text of the turn streamed last (a run has
@@ -117,7 +121,7 @@ class PartialTexts:
                         field=field,
                         text=text,
                         reset=not out,
-                        since=turn.since,
+                        since=None if out else turn.since,
                     )
                 )
         return out
@@ -175,12 +179,13 @@ class Subscription:
 class StreamHub:
     """Subscribers keyed by nothing: each filters on its own ``run_id``; only the active run publishes."""
 
-    def __init__(self) -> None:
+    def __init__(self, now: Callable[[], str] = utc_timestamp) -> None:
+        """``now``: the clock of a turn's ``since`` (the log's UTC format)."""
         self._subscribers: set[Subscription] = set()
         self._encoder = msgspec.json.Encoder()
         self.active_run: str | None = None
         self.partials = PartialTexts()
-        self._now: Callable[[], str] = utc_timestamp
+        self._now = now
 
     def catch_up(self, run_id: str) -> list[Outgoing]:
         """The turn text streamed so far for a subscriber that starts following ``run_id`` now."""
@@ -204,7 +209,7 @@ class StreamHub:
         """Called by the run for every streamed delta. Never blocks; drops subscribers that lag."""
         if delta.run_id != self.active_run:
             return
-        self.partials.apply(delta, self._now)
+        since = self.partials.apply(delta, self._now)
         if not self._subscribers:
             return
         message = DeltaMessage(
@@ -214,6 +219,7 @@ class StreamHub:
             field=delta.field,
             text=delta.text,
             reset=delta.reset,
+            since=since if delta.reset else None,  # every restart says when, on the server's clock
         )
         outgoing = Outgoing(message, self._encoder.encode(message).decode())
         for subscription in list(self._subscribers):

@@ -12,8 +12,9 @@
 // Protocol: client → {"type":"subscribe","runId"} or {"type":"ping"} (on open when there is nothing to
 // follow, then every 20 s: the server closes sockets silent past its idle limit); server → {"type":"pong"},
 // {"type":"subscribed","runId"} (the ack) and
-// {"type":"delta","runId","roleId","role","field":"content"|"reasoning","text","reset"?,"since"?} — right
-// after the ack, the text the turn in flight streamed so far comes as a reset delta carrying `since`. Reconnects with
+// {"type":"delta","runId","roleId","role","field":"content"|"reasoning","text","reset"?,"since"?} (`since`
+// on every reset: when the turn's first token came); right after the ack, the text the turn in flight
+// streamed so far comes as a reset delta. Reconnects with
 // capped backoff (500 ms doubling to 8 s), reset by an ack. The stream is optional: a blocked, absent or
 // dying socket is retried quietly and never surfaces an error; polling stays the authority on run state.
 // `onState` hears state changes; `onDelta` (and listeners) hear well-formed deltas of the subscribed run.
