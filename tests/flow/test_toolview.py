@@ -55,6 +55,13 @@ def test_checkers_list_every_command_and_a_timeout_keeps_its_partial_entries() -
     assert (view.severity, view.note, view.message) == ("fail", "timeout", "stopped")
 
 
+def test_an_entry_without_its_command_takes_the_calls() -> None:
+    view = tool_view("run_shell", '{"command": "pytest -q"}', _ok({"exitCode": 1, "stdout": "1 failed\n"}))
+    assert isinstance(view.body, TerminalView)
+    assert (view.body.commands[0].command, view.body.commands[0].exit_code) == ("pytest -q", 1)
+    assert view.body.commands[0].stdout == "1 failed\n"
+
+
 def test_a_pending_shell_call_shows_its_command_without_a_status() -> None:
     view = tool_view("run_shell", '{"command": "sleep 5"}', None)
     assert view.kind is None and view.severity == "ok"

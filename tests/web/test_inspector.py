@@ -5,13 +5,17 @@ the page started watching half way through."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
+from tests.helpers import REPO
 from tests.web.harness import UI_ROLES, Shots, UiService, call, finish, start_ui_service, turn
 from tests.web.runview_page import mount, open_host
 
@@ -284,3 +288,47 @@ def test_the_renderers_pending_clipped_plain_and_an_unknown_previous_content(ui_
     diff = page.locator("#r-diff")
     expect(diff.get_by_test_id("diff-add")).to_have_count(2)
     expect(diff).to_contain_text("+2 −0 · The previous content of n.txt is unknown")
+
+
+LONG_RUN = "run-20260101-000007"
+
+
+def _synthetic() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "bench_log_window_synthetic", REPO / "bench" / "log_window" / "synthetic.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+OPEN_AT = """async ([runId, instanceId, focusIndex]) => {
+  const { openInspector } = await import("/static/inspector.js");
+  const get = async (path) => (await fetch(path, { cache: "no-store" })).json();
+  const config = await get("/api/config");
+  openInspector({ runId, config, api: { get } }, { instanceId, role: "worker", focusIndex });
+}"""
+
+
+def test_focus_index_loads_older_pages_to_reach_an_early_turn(ui_service: UiService, page: Any, shots: Shots) -> None:
+    """Issue 18, problem 6: the inspector contract ``openInspector(ctx, {…, focusIndex})`` opens at the
+    turn containing that log event even when it lies pages before the newest one."""
+    _synthetic().write_synthetic_run(ui_service.workspace, LONG_RUN, 2_500)
+    view = ui_service.json(f"/api/runs/{LONG_RUN}")
+    worker = view["roleTree"]["children"][0]["children"][0]
+    base = f"/api/runs/{LONG_RUN}/log?instance={worker['roleId']}"
+    total = ui_service.json(f"{base}&limit=0")["total"]
+    assert total > 120  # more than two pages of 50
+    window = ui_service.json(f"{base}&offset=4&limit=30")["events"]
+    # an event inside a turn's span (a tool event, not one of the instance's own), early in the log
+    turn_event = next(a for a, b in pairwise(window) if b["index"] - a["index"] >= 2)
+    target = turn_event["index"] + 1
+    open_host(page)
+    page.evaluate(OPEN_AT, [LONG_RUN, worker["roleId"], target])
+    focused = page.get_by_test_id("inspector-transcript").locator('.rv-focus[data-focus="1"]')
+    expect(focused).to_have_attribute("data-index", str(turn_event["index"]))
+    expect(focused).to_be_in_viewport()
+    assert page.get_by_test_id("inspector-transcript").locator(".rv-turn-row").count() >= total - 6
+    shots.save(page, "inspector-focus-older-pages")

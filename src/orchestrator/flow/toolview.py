@@ -203,9 +203,11 @@ def _pretty(value: Any) -> str:
 # --- the bodies -----------------------------------------------------------------------------------
 
 
-def _commands(value: Any, limit: int) -> tuple[list[Command], bool] | None:
+def _commands(value: Any, limit: int, fallback: str) -> tuple[list[Command], bool] | None:
+    """The commands of a shell or checker result: entries carrying a ``command`` or an ``exitCode``
+    (``fallback``, the call's own command, names an entry without one)."""
     entries = [value] if isinstance(value, Mapping) else value if isinstance(value, list) else None
-    if not entries or not all(isinstance(e, Mapping) and "command" in e for e in entries):
+    if not entries or not all(isinstance(e, Mapping) and ("command" in e or "exitCode" in e) for e in entries):
         return None
     out: list[Command] = []
     clipped = False
@@ -215,7 +217,7 @@ def _commands(value: Any, limit: int) -> tuple[list[Command], bool] | None:
         clipped = clipped or cut_out or cut_err
         out.append(
             Command(
-                command=str(entry.get("command")),
+                command=str(entry["command"]) if "command" in entry else fallback,
                 exit_code=_int(entry, "exitCode"),
                 timed_out=entry.get("timedOut") is True,
                 stdout=stdout,
@@ -228,12 +230,14 @@ def _commands(value: Any, limit: int) -> tuple[list[Command], bool] | None:
 
 
 def _terminal(args: Mapping[str, Any], result: Mapping[str, Any], limit: int) -> tuple[Body, bool] | None:
-    found = _commands(result.get("data"), limit) or _commands(result.get("details"), limit)
-    if found is not None:
-        return TerminalView(commands=found[0]), found[1]
     command = _str(args, "command")
     if command is None and isinstance(args.get("commands"), list):
         command = " && ".join(str(c) for c in args["commands"])
+    found = _commands(result.get("data"), limit, command or "?") or _commands(
+        result.get("details"), limit, command or "?"
+    )
+    if found is not None:
+        return TerminalView(commands=found[0]), found[1]
     if command is None:
         return None
     return TerminalView(commands=[Command(command=command, exit_code=None)]), False
