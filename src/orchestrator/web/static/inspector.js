@@ -89,6 +89,7 @@ export function effectiveBudget(config) {
 }
 
 export function openInspector(ctx, { instanceId, role, participantId = null, focusIndex = null }) {
+  ensureStylesheet("runview.css"); // the modal's own styles, when opened without a run view
   ensureStylesheet("toolresult.css");
   for (const old of document.querySelectorAll(".rv-modal-backdrop")) old.__close?.();
   const base = `/api/runs/${encodeURIComponent(ctx.runId)}/log?instance=${encodeURIComponent(instanceId || "")}`;
