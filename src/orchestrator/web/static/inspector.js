@@ -160,7 +160,7 @@ export function openInspector(ctx, { instanceId, role, participantId = null, foc
   const previousFocus = document.activeElement;
   close.focus();
 
-  const state = { events: [], first: 0, total: 0, closed: false, timer: 0, callNames: new Map() };
+  const state = { events: [], first: 0, total: 0, closed: false, timer: 0, callNames: new Map(), settled: false };
 
   function shut() {
     if (state.closed) return;
@@ -409,7 +409,9 @@ export function openInspector(ctx, { instanceId, role, participantId = null, foc
         // the next poll retries
       }
     }
-    await refreshPending();
+    // pending results: every poll while the run is live, then once more (a call never run stays pending)
+    if (running || !state.settled) await refreshPending();
+    state.settled = !running;
     drawPlan();
     drawBudget();
     drawPartial();
