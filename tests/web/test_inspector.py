@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from collections.abc import Iterator
 from itertools import pairwise
@@ -74,7 +75,7 @@ def test_tool_results_by_type_under_their_calls_and_the_transcript_opens_at_the_
     open_host(page)
     page.set_viewport_size({"width": 1440, "height": 900})
     mount(page, run_id)
-    expect(page.get_by_test_id("run-status")).to_have_text("success")
+    expect(page.get_by_test_id("run-status")).to_have_class(re.compile(r"\bstatus-success\b"))
     page.evaluate("rvHost.view.setMode('sequence')")
     page.locator(f'.seq-row[data-op="{failing["id"]}"]').click()
 
