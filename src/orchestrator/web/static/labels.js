@@ -76,10 +76,10 @@ const DEFAULT_WORKING = {
 
 const STATUS = {
   running: T("Running", "Working on it", "The show is on"),
-  success: T("Finished: success", "All done", "Curtain call"),
-  error: T("Finished: error", "Something went wrong", "The show fell apart"),
+  success: T("Done", "All done", "Curtain call"),
+  error: T("Failed", "Something went wrong", "The show fell apart"),
   needs_clarification: T("Waiting for an answer", "Waiting for your answer", "Awaiting your word"),
-  interrupted: T("Interrupted", "Stopped before finishing", "The music stopped"),
+  interrupted: T("Stopped", "Stopped before finishing", "The music stopped"),
   unknown: T("Status unknown", "Not sure what happened", "Lost in the fog"),
 };
 
