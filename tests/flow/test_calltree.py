@@ -13,6 +13,7 @@ from tests.helpers import make_settings
 from orchestrator.engine.runfolder import read_meta
 from orchestrator.engine.runner import RunRequest, RunServices, execute_run
 from orchestrator.flow.calltree import TreeState, call_tree, fold_tree, totals, waterfall
+from orchestrator.flow.contexttrack import context_tracks
 from orchestrator.runlog import read_events
 from orchestrator.service.runindex import RunIndex
 
@@ -40,6 +41,7 @@ def independent(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """A deliberately plain re-derivation: pair each interval's start with the next end of the same
     instance (the engine runs one turn and one tool at a time per instance)."""
     out: dict[str, dict[str, Any]] = {}
+    first = _t(events[0])
     pending: dict[tuple[str, str], float] = {}
     asked: dict[str, tuple[str, float]] = {}
     for e in events:
@@ -48,7 +50,7 @@ def independent(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         if kind == "role_start":
             out[rid] = {
                 "role": p["role"], "parent": p.get("parentRoleId"), "start": _t(e), "end": None, "status": None,
-                "tokens": 0, "turns": 0, "tools": 0, "model": 0, "tool": 0, "human": 0, "bad": 0,
+                "tokens": 0, "turns": 0, "tools": 0, "model": 0, "tool": 0, "human": 0, "bad": 0, "context": [],
             }  # fmt: skip
         elif kind == "role_finished":
             out[rid]["end"], out[rid]["status"] = _t(e), p["status"]
@@ -58,6 +60,8 @@ def independent(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             out[rid]["model"] += _ms(pending.pop((rid, "model")), _t(e))
             out[rid]["turns"] += 1
             out[rid]["tokens"] += p["usage"]["totalTokens"]
+            usage = p["usage"]
+            out[rid]["context"].append((_ms(first, _t(e)), usage["promptTokens"], usage.get("cachedPromptTokens", 0)))
         elif kind == "tool_call" and p["tool"] not in ("agent", "ask_human", "finish"):
             pending[(rid, "tool")] = _t(e)
             out[rid]["tools"] += 1
@@ -139,6 +143,13 @@ async def test_tree_and_waterfall_agree_with_the_log(tmp_path: Path, sim_for) ->
     assert lead.instance_id in {r.instance_id for r in fall.rows if r.on_slowest_path}
     assert fall.rows[0].human_ms >= 0 and expected[lead.instance_id]["human"] == fall.rows[0].human_ms
 
+    context = context_tracks(index.context, static_budget=1000, threshold=0.8)  # the context track
+    assert [t.instance_id for t in context.tracks] == [r.instance_id for r in fall.rows]
+    assert context.started_at_ms == fall.started_at_ms
+    for track in context.tracks:
+        assert track.samples == expected[track.instance_id]["context"]
+        assert track.turns == expected[track.instance_id]["turns"]
+
     by_key = {t.key: t for t in totals(index.tree)}
     assert by_key["role:leaf"].errors == 1 and by_key["role:lead"].count == 1
     assert (by_key["tool:run_shell"].count, by_key["tool:run_shell"].errors) == (2, 1)
@@ -184,6 +195,11 @@ async def test_totals_describe_the_whole_run_past_the_flow_window(tmp_path: Path
     )
     (node,) = index.call_tree("success", "2099-01-01T00:00:00+00:00").nodes
     assert (node.tool_calls, node.tool_warnings, node.turns) == (600, 150, 31)
+    (whole,) = context_tracks(index.context, static_budget=None, threshold=None).tracks
+    assert whole.samples == want["context"] and whole.turns == 31
+    (bounded,) = context_tracks(index.context, static_budget=None, threshold=None, limit=8).tracks
+    assert len(bounded.samples) <= 8 and bounded.samples[0] == want["context"][0]
+    assert max(s[1] for s in bounded.samples) == max(s[1] for s in want["context"])
 
 
 def _ev(second: float, kind: str, **payload: Any) -> dict[str, Any]:

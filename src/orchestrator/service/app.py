@@ -1,7 +1,7 @@
 """The HTTP API, the live stream and the static UI: a Quart-Trio app over one ``Service``.
 
 ``create_app`` only assembles: one blueprint per resource (``service/routes/``: pages, config, runs,
-rundetail, questions, queue, stream, errors), then the perimeter in front of all of them. Every
+rundetail, contexttrack, questions, queue, stream, errors), then the perimeter in front of all of them. Every
 derivation lives in pure modules (``views``, ``flow``, ``queue``); handlers only parse, call and encode.
 """
 
@@ -15,6 +15,7 @@ from orchestrator.service.perimeter import Perimeter
 from orchestrator.service.perimeter_rules import Policy
 from orchestrator.service.routes.common import RunFolders
 from orchestrator.service.routes.config import config_blueprint
+from orchestrator.service.routes.contexttrack import context_blueprint
 from orchestrator.service.routes.errors import errors_blueprint
 from orchestrator.service.routes.pages import pages_blueprint
 from orchestrator.service.routes.questions import questions_blueprint
@@ -44,6 +45,7 @@ def create_app(service: Service, policy: Policy | None = None, limits: StreamLim
     app.register_blueprint(rundetail_blueprint(service, indexes, folders))
     app.register_blueprint(search_blueprint(indexes, folders))
     app.register_blueprint(toolresults_blueprint(indexes, folders))
+    app.register_blueprint(context_blueprint(service, indexes, folders))
     app.register_blueprint(questions_blueprint(service))
     app.register_blueprint(queue_blueprint(service))
     app.register_blueprint(stream_blueprint(service, limits or StreamLimits()))

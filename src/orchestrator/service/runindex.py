@@ -1,5 +1,5 @@
 """Per-run incremental index of ``log.jsonl``: line offsets, the run-view aggregate, the flow state and
-the whole-run call tree (``flow/calltree.py``).
+the whole-run call tree (``flow/calltree.py``) and the context tracks (``flow/contexttrack.py``).
 
 A poll reads only the bytes appended since the previous poll and folds only those events, so the run
 view and the flow model of a million-event log cost what the new events cost. The index is also a
@@ -20,6 +20,7 @@ import trio
 
 from orchestrator.flow import FlowState, InteractionModel, finalize, fold, operation_details
 from orchestrator.flow.calltree import CallTree, TreeState, Waterfall, call_tree, fold_tree, totals, waterfall
+from orchestrator.flow.contexttrack import ContextState, fold_context
 from orchestrator.flow.details import operation_log_index
 from orchestrator.flow.search import SearchState, index_event
 from orchestrator.runlog.reader import decode_line
@@ -44,6 +45,7 @@ class RunIndex(Sequence[dict[str, Any]]):
         self.aggregate = RunAggregate()
         self.flow = FlowState()
         self.tree = TreeState()
+        self.context = ContextState()
         self._starts = array("q")
         self._lengths = array("q")
         self._read_to = 0
@@ -102,6 +104,7 @@ class RunIndex(Sequence[dict[str, Any]]):
             fold_tree(self.tree, event)
             if self._search is not None:
                 index_event(self._search, event)
+            fold_context(self.context, event)
         return len(batch)
 
     def search_state(self) -> SearchState:
