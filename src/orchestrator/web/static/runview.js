@@ -130,13 +130,12 @@ export function createRunView(root, ctx) {
   const common = { labels, onOp: (id) => showOperation(id) };
   const graph = createFlowGraph(flowPane, { ...common, onNode: (pid) => showParticipant(pid) });
   const sequence = createSequence(seqPane, { ...common, config: ctx.config, onColumn: (key) => showRole(key) });
-  // A finished run's chains have all returned, so the graph is down to the operator: the call tree
-  // (GET /tree + /timeline) shows what happened, under it.
+  // The call tree (GET /tree + /timeline + /context), under the graph: compact while the run is live,
+  // the whole picture (waterfall, time axis) once it finished and the graph is down to the operator.
   const treePane = el("div", "rv-tree");
-  treePane.hidden = true;
   flowPane.appendChild(treePane);
   const callTree = createCallTree(treePane, { labels, onInstance: (id, role) => showInstance(id, role) });
-  let treeKey = null;
+  const tree = { key: null, wanted: null, live: false, busy: false, timer: 0, at: -Infinity, dead: false };
   // Search and jump (search.js): the search box, n / p over the run's landmarks, focusOperation.
   const search = createSearch(searchHost, ctx, {
     getFlow: () => flow,
@@ -192,24 +191,44 @@ export function createRunView(root, ctx) {
     inspector = openInspector(inspectorCtx, { instanceId, role, participantId: maps.toParticipant.get(instanceId) || null });
   }
 
-  /** The call tree of a finished run, fetched once per (status, operation count). */
+  /** The call tree (live and finished): refetched when the status or operation count changes, at most
+   * once a second, one fetch at a time, never awaited by the poll; the in-flight turn's row highlighted. */
   function drawTree() {
-    const finished = flow && (flow.status === "success" || flow.status === "error" || flow.status === "interrupted");
-    treePane.hidden = !finished;
-    if (!finished) return;
-    const key = `${flow.status}|${flow.operationsTotal}`;
-    if (key === treeKey) {
-      callTree.rerender(tier);
+    const live = flow.status === "running" || flow.status === "unknown" || flow.status === "needs_clarification";
+    const activity = live && runView ? runView.currentActivity : null;
+    callTree.setActive(activity && activity.roleId ? activity.roleId : null);
+    callTree.rerender(tier);
+    tree.live = live;
+    tree.wanted = `${flow.status}|${flow.operationsTotal}`;
+    if (tree.wanted !== tree.key) fetchTree();
+  }
+
+  function fetchTree() {
+    if (tree.busy || tree.timer) return;
+    const wait = tree.at + 1000 - performance.now();
+    if (wait > 0) {
+      tree.timer = setTimeout(() => {
+        tree.timer = 0;
+        fetchTree();
+      }, wait);
       return;
     }
-    treeKey = key;
+    const key = tree.wanted;
+    const live = tree.live;
     const base = `/api/runs/${encodeURIComponent(ctx.runId)}`;
-    Promise.all([ctx.api.get(`${base}/tree`), ctx.api.get(`${base}/timeline`)]).then(
-      ([tree, timeline]) => {
-        if (treeKey === key) callTree.update(tree, timeline, tier);
+    tree.busy = true;
+    tree.at = performance.now();
+    const context = ctx.api.get(`${base}/context`).catch(() => null); // the tree stands without it
+    Promise.all([ctx.api.get(`${base}/tree`), ctx.api.get(`${base}/timeline`), context]).then(
+      ([calls, timeline, tracks]) => {
+        tree.busy = false;
+        if (tree.dead) return;
+        tree.key = key;
+        callTree.update({ tree: calls, timeline, context: tracks }, { tier, live });
+        if (tree.wanted !== tree.key) fetchTree();
       },
       () => {
-        if (treeKey === key) treeKey = null; // retried on the next poll
+        tree.busy = false; // retried on the next poll
       },
     );
   }
@@ -348,6 +367,9 @@ export function createRunView(root, ctx) {
       search.destroy();
       graph.destroy();
       sequence.destroy();
+      tree.dead = true;
+      if (tree.timer) clearTimeout(tree.timer);
+      callTree.destroy();
       view.remove();
     },
   };
