@@ -179,6 +179,12 @@ def test_a_live_run_shows_its_call_tree_and_context_track_while_running(
     )
     shots.save(page, "calltree-context-track")
 
+    page.set_viewport_size({"width": 1024, "height": 700})  # fits: nothing runs off the right edge
+    expect(coder.locator(".ct-bar")).to_be_visible()
+    assert page.evaluate("() => { const t = document.querySelector('[data-testid=call-tree]');"
+                         " return t.scrollWidth <= t.clientWidth + 1; }")  # fmt: skip
+    shots.save(page, "calltree-1024")
+
     view.get_by_test_id("call-tree-head").click()  # collapsible; the choice is kept across refreshes
     expect(rows.first).to_be_hidden()
     view.get_by_test_id("call-tree-head").press("Enter")
