@@ -6,6 +6,7 @@ clicking a row opens that instance in the inspector."""
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from typing import Any
 
 from playwright.sync_api import expect
@@ -155,6 +156,12 @@ def test_a_live_run_shows_its_call_tree_and_context_track_while_running(
     assert page.evaluate(
         "() => [...document.querySelectorAll('[data-testid=call-tree-row]')].every((r) => r.__probe === 1)"
     )
+
+    # Refreshed at most about once a second however often the poll (every 250 ms here) runs.
+    starts = page.evaluate(
+        "() => performance.getEntriesByType('resource').filter((e) => /\\/tree$/.test(e.name)).map((e) => e.startTime)"
+    )
+    assert len(starts) >= 2 and all(b - a >= 900 for a, b in pairwise(starts)), starts
 
     ui_service.http.post("/api/answer", json={"id": second["id"], "answer": "localhost"})
     ui_service.run_status(run_id, "success")
