@@ -10,9 +10,11 @@ events without one go to the newest open instance of that role):
   handler compacted the instance), ``pressure`` (``context_pressure``) and ``rejected``
   (``context_budget_exceeded``), each with the tokens its payload names;
 - *budget*: the ``effectiveBudget`` the engine logged for the instance (its ``context_pressure``) when it
-  logged one; otherwise ``min(contextWindow − maxTokens, learned ceiling)`` — the static part from the
-  settings the caller passes, the learned ceiling folded from the run's ``context_budget_exceeded``
-  reports up to the instance's last event (the engine's ``engine/context.py:effective_budget``).
+  logged one (``logged``); otherwise ``min(contextWindow − maxTokens, learned ceiling)``, as the engine's
+  ``engine/context.py:effective_budget`` computes it, with the learned ceiling folded from the run's
+  ``context_budget_exceeded`` reports up to the instance's last event and the static part read off the
+  log when another instance's pressure event logged it before any ceiling was learned (``run``), else
+  from the settings the caller passes (``settings``).
 
 A long instance is downsampled to at most ``limit`` samples: the first, the last and, per bucket of
 consecutive samples, its lowest and highest (in time order), so peaks and the drops after a compaction
@@ -47,7 +49,7 @@ DEFAULT_SAMPLES = 200
 MIN_SAMPLES = 4
 
 MarkKind = Literal["compacted", "pressure", "rejected"]
-BudgetSource = Literal["logged", "settings", "none"]
+BudgetSource = Literal["logged", "run", "settings", "none"]
 _CONTEXT_TRIGGERS = frozenset({names.CONTEXT_BUDGET_EXCEEDED, names.CONTEXT_PRESSURE})
 
 Sample = tuple[int, int, int]
@@ -71,6 +73,8 @@ class ContextState:
         self.tracks: dict[str, _Track] = {}
         self.open_by_role: dict[str, list[str]] = {}
         self.ceiling: int | None = None
+        #: ``contextWindow − maxTokens`` as a pressure event logged it (before any ceiling was learned)
+        self.static: int | None = None
         self.first: float | None = None
         self.last: float | None = None
 
@@ -148,6 +152,8 @@ def _context_event(s: ContextState, kind: str, p: Mapping[str, Any], offset: int
     elif kind == names.CONTEXT_PRESSURE:
         budget = _int(p.get("effectiveBudget"))
         track.logged_budget = budget if budget else track.logged_budget
+        if budget and s.ceiling is None:
+            s.static = budget
         _mark(track, offset, "pressure", _int(p.get("promptTokens")))
     elif kind == names.CONTEXT_COMPACTED:
         dropped = _int(p.get("droppedMessages")) or 0
@@ -235,22 +241,24 @@ def downsample(samples: list[Sample], limit: int) -> list[Sample]:
     return kept
 
 
-def _budget(track: _Track, static: int | None) -> tuple[int | None, BudgetSource]:
+def _budget(track: _Track, logged: int | None, settings: int | None) -> tuple[int | None, BudgetSource]:
     if track.logged_budget is not None:
         return track.logged_budget, "logged"
-    if static is not None:
-        ceiling = track.ceiling
-        return max(1, static if ceiling is None else min(static, ceiling)), "settings"
-    return None, "none"
+    static, source = (logged, "run") if logged is not None else (settings, "settings")
+    if static is None:
+        return None, "none"
+    ceiling = track.ceiling
+    return max(1, static if ceiling is None else min(static, ceiling)), source
 
 
 def context_tracks(
     s: ContextState, *, static_budget: int | None, threshold: float | None, limit: int = DEFAULT_SAMPLES
 ) -> ContextTracks:
-    """Every instance's track in start order; ``static_budget`` is ``contextWindow − maxTokens``."""
+    """Every instance's track in start order; ``static_budget`` is the settings' ``contextWindow −
+    maxTokens`` (used when the log does not tell)."""
     out = []
     for rid, track in s.tracks.items():
-        budget, source = _budget(track, static_budget)
+        budget, source = _budget(track, s.static, static_budget)
         peak = max((sample[1] for sample in track.samples), default=0)
         out.append(
             ContextTrack(

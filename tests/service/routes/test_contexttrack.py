@@ -50,7 +50,7 @@ async def test_context_tracks_of_a_finished_run(tmp_path: Path) -> None:
         assert [m["kind"] for m in coder["marks"]] == ["pressure"]  # 25000 ≥ 0.8 × 28672
         assert coder["marks"][0]["tokens"] == 25000
         assert (coder["budget"], coder["budgetSource"]) == (28672, "logged")
-        assert (lead["budget"], lead["budgetSource"]) == (28672, "settings")
+        assert (lead["budget"], lead["budgetSource"]) == (28672, "run")  # the coder's logged budget
         assert coder["peakTokens"] == 26000 and coder["peakPercent"] == 91
         offsets = [s[0] for s in coder["samples"]]
         assert offsets == sorted(offsets) and coder["samples"][0][0] >= lead["samples"][0][0]

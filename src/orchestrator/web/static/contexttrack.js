@@ -18,6 +18,8 @@ const H = 22;
 const MARK_GLYPHS = { compacted: "▼", pressure: "◆", rejected: "✖" };
 const MARK_WORDS = { compacted: "compacted", pressure: "context pressure", rejected: "rejected as too long" };
 
+const BUDGET_SOURCES = { logged: " (as the engine logged it)", run: " (from the run's log)", settings: " (from the settings)" };
+
 const fmt = (n) => (n == null ? "?" : Number(n).toLocaleString("en-US"));
 
 /** The peak's tooltip beside the track: "peak 87% of context (25,000 of 28,672 tokens)". */
@@ -54,7 +56,7 @@ export function drawContextTrack(track, row, threshold) {
   const compactions = track.marks.filter((m) => m.kind === "compacted").length;
   const pressure = track.marks.filter((m) => m.kind === "pressure").length;
   const budget = track.budget
-    ? `budget ${fmt(track.budget)}${track.budgetSource === "logged" ? " (as the engine logged it)" : ""}`
+    ? `budget ${fmt(track.budget)}${BUDGET_SOURCES[track.budgetSource] || ""}`
     : "budget unknown";
   outer.setAttribute(
     "aria-label",
