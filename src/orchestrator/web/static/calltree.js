@@ -58,7 +58,9 @@ const PARTS = [["modelMs", "model"], ["toolMs", "tool"], ["humanMs", "human"], [
 const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 function createRow(onKey) {
-  const name = el("span", "ct-name");
+  const label = el("span");
+  const num = el("span", "ct-num");
+  const name = el("span", "ct-name", label, num);
   const status = el("span", "ct-status");
   const dur = el("span", "ct-dur");
   const cost = el("span", "ct-cost");
@@ -74,7 +76,7 @@ function createRow(onKey) {
   button.dataset.testid = "call-tree-row";
   button.setAttribute("role", "treeitem");
   button.addEventListener("keydown", onKey);
-  return { button, name, status, dur, cost, ctx, bar, segs, sig: "", ctxSig: null, running: false, base: 0 };
+  return { button, label, num, status, dur, cost, ctx, bar, segs, sig: "", ctxSig: null, running: false, base: 0 };
 }
 
 export function createCallTree(container, { labels, onInstance }) {
@@ -119,7 +121,7 @@ export function createCallTree(container, { labels, onInstance }) {
 
   function width(node, value) {
     const text = `${value.toFixed(3)}%`;
-    if (node.style.width !== text) node.style.width = text;
+    if (node.__width !== text) node.style.width = node.__width = text;
   }
 
   function drawBar(r, row, total) {
@@ -142,7 +144,8 @@ export function createCallTree(container, { labels, onInstance }) {
     if (sig !== r.sig) {
       r.sig = sig;
       const role = labels.participant({ kind: "role", role: node.role, id: `role:${node.role}:${number}` }, tier);
-      setText(r.name, `${role}${number > 1 ? ` #${number}` : ""}`);
+      setText(r.label, role);
+      setText(r.num, number > 1 ? ` #${number}` : "");
       const status = node.severity === "fail"
         ? `✖ ${node.status}${node.note && node.note !== "failed" ? ` (${node.note})` : ""}`
         : node.status;
