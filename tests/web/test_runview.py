@@ -141,10 +141,7 @@ def test_interrupt_stacks_rows_marks_and_loop_backs(ui_service: UiService, page:
     page.evaluate(
         """async () => {
           const { createRunView } = await import('/static/runview.js');
-          // 'demo' exists only in this page: its call tree (tree/timeline/context) is empty, not a 404.
-          const get = async (p) => p.startsWith('/api/runs/demo/')
-            ? { roots: [], nodes: [], rows: [], tracks: [], events: 0, durationMs: 0 }
-            : (await fetch(p)).json();
+          const get = async (p) => (await fetch(p)).json();
           const config = await get('/api/config');
           window.demo = createRunView(document.getElementById('host'), {
             runId: 'demo', config, api: { get }, stream: null, getTier: () => 'detailed' });

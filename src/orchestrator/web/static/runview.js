@@ -192,8 +192,10 @@ export function createRunView(root, ctx) {
   }
 
   /** The call tree (live and finished): refetched when the status or operation count changes, at most
-   * once a second, one fetch at a time, never awaited by the poll; the in-flight turn's row highlighted. */
+   * once a second, one fetch at a time, never awaited by the poll; the in-flight turn's row highlighted.
+   * Only for a run the server knows (render() was given its GET /api/runs/:id), not a model drawn alone. */
   function drawTree() {
+    if (!runView) return;
     const live = flow.status === "running" || flow.status === "unknown" || flow.status === "needs_clarification";
     const activity = live && runView ? runView.currentActivity : null;
     callTree.setActive(activity && activity.roleId ? activity.roleId : null);
