@@ -65,7 +65,8 @@ async def test_context_tracks_of_a_finished_run(tmp_path: Path) -> None:
 
         for bad in ("3", "1001", "x", "-5", "", "2.5", "%D9%A3"):
             status, error, _ = await get(f"/api/runs/{run_id}/context?samples={bad}")
-            assert (status, error) == (400, {"ok": False, "error": "invalid_parameter", "parameter": "samples"}), bad
+            assert status == 400 and error["error"] == "invalid_parameter" and error["parameter"] == "samples", bad
+            assert "4 to 1000" in error["message"]
 
         missing = await get("/api/runs/run-20000101-000000/context")
         assert (missing[0], missing[1]) == (404, {"ok": False, "error": "not_found"})

@@ -1,9 +1,10 @@
 """``GET /api/runs/<id>/context``: per role instance, prompt tokens over time against the effective context
 budget, compactions, pressure points and rejections marked (``flow/contexttrack.py``).
 
-``?samples=N`` (4–1000, default 200) bounds each instance's samples; anything else is a ``400`` naming
-the parameter. The static part of the budget (``contextWindow − maxTokens``) and the pressure threshold
-come from the served settings; an instance whose ``context_pressure`` logged the engine's own
+``?samples=N`` (4–1000, default 200) bounds each instance's samples; anything else is a ``400``
+``{"ok": false, "error": "invalid_parameter", "parameter": "samples", "message": …}``. The pressure
+threshold, and the static part of the budget (``contextWindow − maxTokens``) where the log does not tell
+it, come from the served settings; an instance whose ``context_pressure`` logged the engine's own
 ``effectiveBudget`` uses that. Conditional JSON (``ETag`` → ``304``), like the other run derivations.
 """
 
@@ -43,7 +44,9 @@ def context_blueprint(service: Service, indexes: RunIndexes, folders: RunFolders
             return error_response("not_found", 404)
         limit = samples_param(request.args.get("samples"))
         if limit is None:
-            return json_response({"ok": False, "error": "invalid_parameter", "parameter": "samples"}, 400)
+            message = f"samples must be an integer from {MIN_SAMPLES} to {MAX_SAMPLES}"
+            body = {"ok": False, "error": "invalid_parameter", "parameter": "samples", "message": message}
+            return json_response(body, 400)
         index = await indexes.get(run_id)
         meta = read_meta(folders.folder(run_id))
         deployment = service.settings.deployment
