@@ -1,5 +1,6 @@
 // The context track of one role instance (issue 18): a small inline SVG of its prompt tokens over its own
-// lifetime against the effective context budget — the budget line, the pressure threshold (dashed),
+// lifetime (a step line: a turn's prompt size holds until the next turn) against the effective
+// context budget — the budget line, the pressure threshold (dashed),
 // compactions (▼) and pressure points / rejections (◆ / ✖) marked, a tooltip with the numbers.
 //
 // Data: one entry of GET /api/runs/:id/context's `tracks` (flow/contexttrack.py) and the instance's
@@ -76,8 +77,12 @@ export function drawContextTrack(track, row, threshold) {
     }
   }
   if (track.samples.length) {
-    const points = track.samples.map(([offset, tokens]) => `${x(offset).toFixed(1)},${y(tokens).toFixed(1)}`);
-    if (points.length === 1) points.push(`${(x(track.samples[0][0]) + 4).toFixed(1)},${y(track.samples[0][1]).toFixed(1)}`);
+    // A step line: each turn's prompt size holds until the next turn, the last one to the track's end.
+    const points = [];
+    track.samples.forEach(([offset, tokens], i) => {
+      const next = i + 1 < track.samples.length ? x(track.samples[i + 1][0]) : W;
+      points.push(`${x(offset).toFixed(1)},${y(tokens).toFixed(1)}`, `${next.toFixed(1)},${y(tokens).toFixed(1)}`);
+    });
     inner.appendChild(svg("polyline", { class: "ctx-line", points: points.join(" ") }));
   }
   outer.appendChild(inner);
