@@ -123,7 +123,11 @@ function applyRoute(route) {
   if (route.screen === "watch") schedule(0);
 }
 
+// A hash change while boot() is still loading is left to boot(), which reads the hash once it is ready:
+// applying it here too would run a route's action (replay, focus) twice.
+let booted = false;
 window.addEventListener("popstate", () => {
+  if (!booted) return;
   const route = parseHash(location.hash);
   if (route) applyRoute(route);
 });
@@ -401,6 +405,7 @@ async function boot() {
   setupTiers();
   await loadConfig();
   startStream();
+  booted = true;
   const route = parseHash(location.hash);
   if (route) applyRoute(route);
   schedule(0);
