@@ -1,7 +1,7 @@
 """The HTTP API, the live stream and the static UI: a Quart-Trio app over one ``Service``.
 
 ``create_app`` only assembles: one blueprint per resource (``service/routes/``: pages, config, runs,
-rundetail, contexttrack, questions, queue, stream, errors), then the perimeter in front of all of them. Every
+rundetail, contexttrack, replay, questions, queue, stream, errors), then the perimeter in front of all of them. Every
 derivation lives in pure modules (``views``, ``flow``, ``queue``); handlers only parse, call and encode.
 """
 
@@ -20,6 +20,7 @@ from orchestrator.service.routes.errors import errors_blueprint
 from orchestrator.service.routes.pages import pages_blueprint
 from orchestrator.service.routes.questions import questions_blueprint
 from orchestrator.service.routes.queue import queue_blueprint
+from orchestrator.service.routes.replay import replay_blueprint
 from orchestrator.service.routes.rundetail import rundetail_blueprint
 from orchestrator.service.routes.runs import runs_blueprint
 from orchestrator.service.routes.search import search_blueprint
@@ -46,6 +47,7 @@ def create_app(service: Service, policy: Policy | None = None, limits: StreamLim
     app.register_blueprint(search_blueprint(indexes, folders))
     app.register_blueprint(toolresults_blueprint(indexes, folders))
     app.register_blueprint(context_blueprint(service, indexes, folders))
+    app.register_blueprint(replay_blueprint(indexes, folders))
     app.register_blueprint(questions_blueprint(service))
     app.register_blueprint(queue_blueprint(service))
     app.register_blueprint(stream_blueprint(service, limits or StreamLimits()))
