@@ -8,6 +8,8 @@
 //          stream (stream.js createStream(), or any object with onDelta(fn) -> unsubscribe; or null),
 //          getTier() -> 'detailed'|'friendly'|'whimsical',
 //          showAllOperations?() -> the shell polls the whole model (?window=all) from now on}
+//   The object also has startReplay(): the replay scrubber (replay.js) opens at operation 1 and plays;
+//   while it is open the view draws the replay's frame, and polls only update what the replay knows.
 // A long run's flow answer is windowed (operationsOmitted > 0): the view says how many earlier operations
 // it leaves out and offers "Show all", which calls showAllOperations.
 // The shell calls render() on every poll with GET /api/runs/:id/flow and GET /api/runs/:id. Rendering is
@@ -26,6 +28,7 @@ import { openInspector } from "./inspector.js";
 import { createLabels } from "./labels.js";
 import { openOperationCard } from "./opcard.js";
 import { project, signature } from "./projection.js";
+import { createReplay } from "./replay.js";
 import { compact, duration, el, ensureStylesheet, setClass, setText } from "./rvdom.js";
 import { createSequence } from "./sequence.js";
 import { createSearch } from "./search.js";
@@ -90,6 +93,7 @@ export function createRunView(root, ctx) {
   let tier = (ctx.getTier && ctx.getTier()) || "detailed";
   let flow = null;
   let flowSig = "";
+  let polled = null; // the newest polled model (drawn unless a replay frame is)
   let runView = null;
   let maps = { toInstance: new Map(), toParticipant: new Map() };
   let mapsKey = null;
@@ -123,7 +127,8 @@ export function createRunView(root, ctx) {
   seqPane.hidden = true;
   const cards = el("div", "rv-cards");
   const searchHost = el("div", "rv-search");
-  view.append(el("div", "rv-top", badge, caption), cost, searchHost, note, flowPane, seqPane, cards);
+  const replay = createReplay({ runId: ctx.runId, api: ctx.api, labels, getTier: () => tier, show: (frame) => showModel(frame || polled, true) });
+  view.append(el("div", "rv-top", badge, caption, replay.button), replay.el, cost, searchHost, note, flowPane, seqPane, cards);
   root.appendChild(view);
 
   const partialBox = createPartialBox();
@@ -177,7 +182,7 @@ export function createRunView(root, ctx) {
     if (!p) return;
     if (p.kind === "role") {
       if (inspector) inspector.close();
-      inspector = openInspector(inspectorCtx, { instanceId: maps.toInstance.get(pid) || null, role: p.role, participantId: pid, focusIndex });
+      inspector = openInspector(inspectorCtx, { instanceId: maps.toInstance.get(pid) || p.instanceId || null, role: p.role, participantId: pid, focusIndex });
       return;
     }
     const ops = flow.operations || [];
@@ -250,7 +255,7 @@ export function createRunView(root, ctx) {
   /** Where the live partial goes: the participant of the instance whose model turn is in flight. */
   function partialTarget() {
     const activity = runView && runView.currentActivity;
-    if (!flow || !activity || activity.doing !== "model" || (flow.status !== "running" && flow.status !== "unknown")) {
+    if (!flow || replay.active || !activity || activity.doing !== "model" || (flow.status !== "running" && flow.status !== "unknown")) {
       turn = { key: null, floor: -Infinity, pid: null, roleId: null, role: null };
       return null;
     }
@@ -303,12 +308,14 @@ export function createRunView(root, ctx) {
     const sig = flowSig;
     const partialAt = partialTarget();
     const proj = project(flow);
-    const shown = ctx.statusNote ? ctx.statusNote(flow.status) : null; // the shell's: a question answered elsewhere
-    setText(caption, shown ? shown.caption : labels.caption(flow, proj.byId, tier, proj.activeOp, proj.multi));
+    const replaying = replay.caption();
+    const shown = !replaying && ctx.statusNote ? ctx.statusNote(flow.status) : null; // the shell's: a question answered elsewhere
+    const said = shown ? shown.caption : labels.caption(flow, proj.byId, tier, proj.activeOp, proj.multi);
+    setText(caption, replaying ? `${replaying} · ${said}` : said);
     setText(badge, statusWord(shown ? shown.status : flow.status));
     badge.className = `rv-status status-${flow.status}`;
     const omitted = Number(flow.operationsOmitted) || 0;
-    note.hidden = !(omitted > 0);
+    note.hidden = !(omitted > 0) || replay.active; // replay frames are windowed by design
     if (omitted > 0) setText(noteText, `${omitted.toLocaleString()} earlier operations not shown`);
     showAll.hidden = typeof ctx.showAllOperations !== "function";
     drawCost();
@@ -320,14 +327,24 @@ export function createRunView(root, ctx) {
     if (partialAt) drawPartial();
   }
 
+  /** Make `next` the model drawn (an unchanged one keeps the previous object, so every cache hits). */
+  function showModel(next, redraw = false) {
+    if (next) {
+      const sig = signature(next);
+      if (sig !== flowSig) {
+        flow = next;
+        flowSig = sig;
+      }
+    }
+    if (redraw) draw();
+  }
+
   return {
     render(nextFlow, nextView) {
       if (nextFlow && typeof nextFlow === "object" && Array.isArray(nextFlow.operations)) {
-        const sig = signature(nextFlow);
-        if (sig !== flowSig) {
-          flow = nextFlow; // an unchanged model keeps the previous object, so every projection cache hits
-          flowSig = sig;
-        }
+        polled = nextFlow;
+        replay.live(nextFlow);
+        if (!replay.active) showModel(nextFlow);
       }
       if (nextView && typeof nextView === "object") runView = nextView;
       const key = runView && runView.roleTree ? JSON.stringify(runView.roleTree).length + (flow ? flow.participants.length : 0) : null;
@@ -356,7 +373,16 @@ export function createRunView(root, ctx) {
     },
     /** Select `op-N` in the current view: its card, its sequence row, the inspector at its turn. */
     focusOperation(opId) {
+      replay.close(); // a jump goes to the live view of the run
       return search.focusOperation(opId);
+    },
+    /** Open the replay scrubber at operation 1 and play (the shell's #watch/<run>/replay). */
+    startReplay() {
+      replay.open({ play: true, at: 1 });
+    },
+    /** Where the replay is: {at, total, playing, frame} (frame: the model on screen; null when closed). */
+    get replayState() {
+      return replay.position;
     },
     /** The current mode (for shells that show a toggle). */
     get mode() {
@@ -364,6 +390,7 @@ export function createRunView(root, ctx) {
     },
     destroy() {
       if (frame) cancelAnimationFrame(frame);
+      replay.destroy();
       if (unlisten) unlisten();
       if (inspector) inspector.close();
       search.destroy();
