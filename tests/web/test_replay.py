@@ -4,7 +4,10 @@ operations replays at full speed, ending on the live model's final state."""
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from playwright.sync_api import expect
@@ -89,6 +92,49 @@ def test_replay_scrubs_a_finished_run_back_to_its_live_chain(ui_service: UiServi
     expect(page.get_by_test_id("replay-open")).to_be_focused()
 
 
+def test_a_live_run_rewinds_and_goes_back_to_live(ui_service: UiService, page: Any, shots: Shots) -> None:
+    """Issue 18, "Build": a live run rewound — polls keep arriving (the end of the scrubber grows) but the
+    frame stays where the user put it, in the flow and the sequence view, until "Back to live"."""
+    ui_service.script(
+        [
+            turn("lead", call("agent", role="coder", task="Write the greeting")),
+            turn("coder", call("ask_human", question="Which greeting?")),
+            turn("coder", call("run_shell", command="echo hi"), last="Hello"),
+            turn("coder", finish("Written"), last="hi"),
+            turn("lead", finish("All done"), last="Written"),
+        ]
+    )
+    run_id = ui_service.http.post("/api/runs", json={"task": "Say hello"}).json()["runId"]
+    question = ui_service.wait_for(ui_service.questions, what="the coder's question")[0]
+
+    open_host(page)
+    mount(page, run_id)
+    graph, caption = page.get_by_test_id("flow-graph"), page.get_by_test_id("now-caption")
+    expect(graph.locator('.fg-node.active[data-pid="human:answerer:1"]')).to_have_count(1)
+    page.evaluate("rvHost.view.startReplay()")  # what the shell's #watch/<run>/replay does
+    expect(page.get_by_test_id("replay-exit")).to_have_text("Back to live")
+    expect(caption).to_contain_text("Replay · operation 3 of 3")  # it played to the end and stopped
+    expect(page.get_by_test_id("replay-play")).to_have_text("Play")
+    page.get_by_test_id("replay-scrubber").press("Home")
+    expect(caption).to_contain_text("Replay · operation 1 of 3")
+    expect(graph.locator('[data-pid="role:coder:1"]')).to_have_count(0)
+    page.evaluate("rvHost.view.setMode('sequence')")
+    expect(page.get_by_test_id("sequence-view").locator(".seq-row")).to_have_count(1)
+    page.evaluate("rvHost.view.setMode('flow')")
+
+    ui_service.http.post("/api/answer", json={"id": question["id"], "answer": "Hello"})
+    ui_service.run_status(run_id, "success")
+    # the polls move the scrubber's end, not the frame
+    expect(caption).to_contain_text("Replay · operation 1 of 8")
+    expect(page.get_by_test_id("run-status")).to_have_text("running")
+    expect(graph.locator('[data-pid="role:coder:1"]')).to_have_count(0)
+    shots.save(page, "replay-live-rewound")
+    page.get_by_test_id("replay-exit").click()
+    expect(page.get_by_test_id("run-status")).to_have_text("success")
+    expect(caption).not_to_contain_text("Replay")
+    ui_service.wait_idle()
+
+
 def _without_now(model: dict[str, Any]) -> dict[str, Any]:
     """``model`` without what depends on the wall clock: a finished run's calls that never returned count
     their elapsed seconds up to ``now`` (the request's time), which differs between two requests."""
@@ -102,12 +148,46 @@ def _without_now(model: dict[str, Any]) -> dict[str, Any]:
     return {**model, "operations": operations}
 
 
-def _oversubscription() -> float:
-    """How much more work the machine has than it can run: 1.0 while the one-minute load fits twice its
-    cores (this test's browser and server count too), else load / (2 × cores). A long task is wall-clock
-    time, so on a machine shared this much the bound is scaled by it (and the print says so); on an idle
-    machine, as in CI, the bound is exactly 50 ms."""
-    return max(1.0, os.getloadavg()[0] / (2 * (os.cpu_count() or 1)))
+def _oversubscribed() -> bool:
+    """More runnable work than twice the cores (this test's browser and server count too): wall-clock
+    task lengths then measure the machine, not the page."""
+    return os.getloadavg()[0] > 2 * (os.cpu_count() or 1)
+
+
+@contextmanager
+def _main_thread_tasks(page: Any) -> Iterator[list[float]]:
+    """Collects the CPU time (ms) of every task the page's main thread ran meanwhile, from a Chromium
+    trace ("toplevel" tasks carry their thread time): unlike a long task's wall-clock length it does not
+    grow while other processes hold the cores."""
+    cdp = page.context.new_cdp_session(page)
+    done: dict[str, Any] = {}
+    cdp.on("Tracing.tracingComplete", lambda event: done.update(event))
+    cdp.send("Tracing.start", {"categories": "toplevel,__metadata", "transferMode": "ReturnAsStream"})
+    tasks: list[float] = []
+    try:
+        yield tasks
+    finally:
+        cdp.send("Tracing.end")
+        while "stream" not in done:
+            page.wait_for_timeout(50)
+        parts = []
+        while True:
+            chunk = cdp.send("IO.read", {"handle": done["stream"], "size": 1 << 22})
+            parts.append(chunk["data"])
+            if chunk.get("eof"):
+                break
+        trace = json.loads("".join(parts))
+        events = trace["traceEvents"] if isinstance(trace, dict) else trace
+        main = {
+            (e["pid"], e["tid"])
+            for e in events
+            if e.get("name") == "thread_name" and e.get("args", {}).get("name") == "CrRendererMain"
+        }
+        tasks.extend(
+            e["tdur"] / 1000
+            for e in events
+            if e.get("ph") == "X" and "tdur" in e and (e["pid"], e["tid"]) in main and e["name"].endswith("RunTask")
+        )
 
 
 def test_a_1000_operation_run_replays_at_full_speed_without_long_tasks(ui_service: UiService, page: Any) -> None:
@@ -126,24 +206,27 @@ def test_a_1000_operation_run_replays_at_full_speed_without_long_tasks(ui_servic
     page.get_by_test_id("replay-open").click()
     expect(page.get_by_test_id("now-caption")).to_contain_text(f"Replay · operation 1 of {total}")
     page.get_by_test_id("replay-speed").select_option("full")
-    started = page.evaluate("performance.now()")
-    busy = _oversubscription()
-    page.get_by_test_id("replay-play").click()
-    page.wait_for_function(
-        "(n) => { const r = rvHost.view.replayState; return r.at === n && !r.playing && r.frame; }",
-        arg=total,
-        timeout=180_000,
-    )
-    ended = page.evaluate("performance.now()")
-    long_tasks = [t for t in page.evaluate("rvHost.stats.longTasks") if t["at"] + t["ms"] >= started]
+    busy = _oversubscribed()
+    with _main_thread_tasks(page) as cpu:
+        started = page.evaluate("performance.now()")
+        page.get_by_test_id("replay-play").click()
+        page.wait_for_function(
+            "(n) => { const r = rvHost.view.replayState; return r.at === n && !r.playing && r.frame; }",
+            arg=total,
+            timeout=180_000,
+        )
+        ended = page.evaluate("performance.now()")
+    busy = busy or _oversubscribed()
+    long_tasks = [round(t["ms"]) for t in page.evaluate("rvHost.stats.longTasks") if t["at"] + t["ms"] >= started]
     seconds = (ended - started) / 1000
-    busy = max(busy, _oversubscription())
-    bound = LONG_TASK_MS * busy
     print(
         f"\nreplayed {total} operations at full speed in {seconds:.1f} s ({total / seconds:.0f} frames/s); "
-        f"long tasks {[round(t['ms']) for t in long_tasks]}; bound {bound:.0f} ms (machine oversubscribed ×{busy:.1f})"
+        f"long tasks (wall clock) {long_tasks}; main-thread tasks {len(cpu)}, the longest "
+        f"{max(cpu, default=0):.1f} ms of CPU; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
-    assert all(t["ms"] <= bound for t in long_tasks), long_tasks
+    assert cpu and max(cpu) <= LONG_TASK_MS, sorted(cpu)[-5:]
+    if not busy:  # the acceptance bound as a person's browser measures it
+        assert all(ms <= LONG_TASK_MS for ms in long_tasks), long_tasks
 
     final = page.evaluate("rvHost.view.replayState.frame")
     assert final["status"] == "success" and final["operationsTotal"] == total
