@@ -85,6 +85,10 @@ def test_replay_scrubs_a_finished_run_back_to_its_live_chain(ui_service: UiServi
     expect(status).to_have_text("success")
     expect(page.get_by_test_id("call-tree")).to_be_visible()  # the last frame is the finished run
     shots.save(page, "replay-end")
+    page.set_viewport_size({"width": 1024, "height": 700})  # the bar wraps; every control stays on screen
+    for control in ("replay-back", "replay-play", "replay-forward", "replay-scrubber", "replay-speed", "replay-exit"):
+        expect(page.get_by_test_id(control)).to_be_in_viewport()
+    shots.save(page, "replay-1024")
 
     page.get_by_test_id("replay-exit").click()
     expect(bar).to_be_hidden()
