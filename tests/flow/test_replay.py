@@ -14,7 +14,7 @@ from tests.flow.logs import at, done, log, random_logs, start, tcall, tresult, u
 
 from orchestrator.flow import FlowState, InteractionModel, build_model, finalize, fold
 from orchestrator.flow.calltree import TreeState, fold_tree, totals
-from orchestrator.flow.replay import MAX_FRAMES, REPLAY_TAIL, replay_frames
+from orchestrator.flow.replay import MAX_FRAMES, REPLAY_TAIL, ReplayPass, replay_frames
 
 WHOLE = 1_000_000  # a tail no test log reaches: frames are whole models
 
@@ -63,6 +63,32 @@ def test_a_range_is_the_slice_of_the_whole_replay_and_windows_like_flow(
         for event in events:
             fold(state, event)
         assert _untotalled(whole[-1:]) == [finalize(state, "success", at(999), window=tail)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(random_logs, st.lists(st.integers(1, 5), min_size=1, max_size=12), st.integers(1, 4))
+def test_a_continued_pass_gives_the_frames_of_a_fresh_one(
+    events: list[dict[str, Any]], counts: list[int], tail: int
+) -> None:
+    whole = replay_frames(events, first=1, count=len(events) + 1, meta_status="error", now=at(999), tail=tail)
+    kept, first = ReplayPass(), 1
+    for count in counts:
+        assert kept.can_start(first)
+        part = kept.frames(events[kept.events :], first=first, count=count, meta_status="error", now=at(999), tail=tail)
+        assert part == whole[first - 1 : first - 1 + count]
+        first += count
+
+
+def test_a_pass_does_not_go_back() -> None:
+    events = log(start("o"), tcall("o", "t"), usage("o", 1), tresult("o", "t"), tcall("o", "t"), usage("o", 1))
+    kept = ReplayPass()
+    assert len(kept.frames(events, first=1, count=2, meta_status="running", now=at(9))) == 2
+    assert (kept.seen, kept.exact) == (3, True) and not kept.can_start(2) and kept.can_start(3)
+    assert len(kept.frames(events[kept.events :], first=3, count=9, meta_status="running", now=at(9))) == 2
+    assert (kept.seen, kept.exact) == (4, False)  # an event after op 4's own was folded
+    assert not kept.can_start(4) and kept.can_start(5)
+    with pytest.raises(ValueError, match="bad range"):
+        kept.frames([], first=1, count=1, meta_status=None, now=at(9))
 
 
 def test_frames_carry_the_totals_of_the_run_so_far() -> None:

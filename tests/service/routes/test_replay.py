@@ -67,6 +67,13 @@ async def test_replay_frames_of_a_finished_run_end_at_its_flow_model(tmp_path: P
 
         status, part, _ = await get(f"{base}/replay?from=3&count=2")
         assert status == 200 and part["first"] == 3 and part["frames"] == frames[2:4]
+        # chunk after chunk, as the page asks: each continues the pass the previous one stopped at
+        chained = []
+        for first in range(1, total + 1, 3):
+            status, chunk, _ = await get(f"{base}/replay?from={first}&count=3")
+            assert status == 200 and chunk["first"] == first
+            chained.extend(chunk["frames"])
+        assert chained == frames
         status, past, _ = await get(f"{base}/replay?from={total + 1}")
         assert status == 200 and past["frames"] == [] and past["operationsTotal"] == total
 
