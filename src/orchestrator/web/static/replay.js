@@ -187,6 +187,8 @@ export function createReplay({ runId, api, labels, getTier, show }) {
 
   function draw() {
     if (String(pos) !== scrubber.value) scrubber.value = String(pos);
+    const spoken = `Operation ${pos} of ${total}`;
+    if (scrubber.getAttribute("aria-valuetext") !== spoken) scrubber.setAttribute("aria-valuetext", spoken);
     back.disabled = pos <= 1;
     forward.disabled = pos >= total;
     const frame = frameAt(pos);

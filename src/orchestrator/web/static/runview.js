@@ -10,6 +10,7 @@
 //          showAllOperations?() -> the shell polls the whole model (?window=all) from now on}
 //   The object also has startReplay(): the replay scrubber (replay.js) opens at operation 1 and plays;
 //   while it is open the view draws the replay's frame, and polls only update what the replay knows.
+//   `replayState` -> {at, total, playing, frame} says where it is (frame: the model on screen).
 // A long run's flow answer is windowed (operationsOmitted > 0): the view says how many earlier operations
 // it leaves out and offers "Show all", which calls showAllOperations.
 // The shell calls render() on every poll with GET /api/runs/:id/flow and GET /api/runs/:id. Rendering is
