@@ -95,6 +95,14 @@ def test_replay_scrubs_a_finished_run_back_to_its_live_chain(ui_service: UiServi
     expect(caption).not_to_contain_text("Replay")
     expect(page.get_by_test_id("replay-open")).to_be_focused()
 
+    # the same in the real shell's watch screen
+    page.goto(f"/#watch/{run_id}")
+    page.get_by_test_id("replay-open").click()
+    expect(caption).to_contain_text(f"Replay · operation 1 of {total}")
+    page.get_by_test_id("replay-scrubber").press("End")
+    expect(caption).to_contain_text(f"Replay · operation {total} of {total}")
+    expect(status).to_have_text("success")
+
 
 def test_a_live_run_rewinds_and_goes_back_to_live(ui_service: UiService, page: Any, shots: Shots) -> None:
     """Issue 18, "Build": a live run rewound — polls keep arriving (the end of the scrubber grows) but the
