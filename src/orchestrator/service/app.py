@@ -1,8 +1,9 @@
 """The HTTP API, the live stream and the static UI: a Quart-Trio app over one ``Service``.
 
 ``create_app`` only assembles: one blueprint per resource (``service/routes/``: pages, config, runs,
-rundetail, contexttrack, replay, questions, queue, stream, errors), then the perimeter in front of all of them. Every
-derivation lives in pure modules (``views``, ``flow``, ``queue``); handlers only parse, call and encode.
+rundetail, search, toolresults, contexttrack, replay, questions, queue, stream, errors), then the
+perimeter in front of all of them. Every derivation lives in pure modules (``views``, ``flow``,
+``queue``); handlers only parse, call and encode.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from orchestrator.flow.model import InteractionModel
 from orchestrator.flow.replay import MAX_FRAMES, REPLAY_TAIL, ReplayPass
 from orchestrator.runlog.reader import decode_line
 from orchestrator.runlog.writer import utc_timestamp
-from orchestrator.service.routes.common import RunFolders, conditional_json, error_response
+from orchestrator.service.routes.common import RunFolders, conditional_json, error_response, json_response
 from orchestrator.service.runindex import RunIndexes
 
 __all__ = ["DEFAULT_FRAMES", "KEPT_PASSES", "ReplayChunk", "parse_count", "replay_blueprint"]
@@ -34,6 +34,8 @@ __all__ = ["DEFAULT_FRAMES", "KEPT_PASSES", "ReplayChunk", "parse_count", "repla
 DEFAULT_FRAMES = 50
 #: Runs whose replay pass is kept between requests.
 KEPT_PASSES = 4
+MAX_FROM = 999_999_999
+MAX_TAIL = 1000
 
 
 class ReplayChunk(msgspec.Struct, kw_only=True, rename="camel", frozen=True):
@@ -55,6 +57,12 @@ def parse_count(value: str | None, *, default: int, low: int, high: int) -> int 
         return None
     number = int(value)
     return number if low <= number <= high else None
+
+
+def _invalid(parameter: str, low: int, high: int) -> Response:
+    """The 400 every query parameter of the run routes answers with (the shape ``/search`` uses too)."""
+    message = f"{parameter} must be a whole number from {low:,} to {high:,}"
+    return json_response({"ok": False, "error": "invalid_parameter", "parameter": parameter, "message": message}, 400)
 
 
 class _LogLines:
@@ -109,15 +117,15 @@ def replay_blueprint(indexes: RunIndexes, folders: RunFolders) -> Blueprint:
 
     @replay.get("/api/runs/<run_id>/replay")
     async def get_replay(run_id: str) -> Response:
-        first = parse_count(request.args.get("from"), default=1, low=1, high=999_999_999)
+        first = parse_count(request.args.get("from"), default=1, low=1, high=MAX_FROM)
         if first is None:
-            return error_response("invalid_from", 400)
+            return _invalid("from", 1, MAX_FROM)
         count = parse_count(request.args.get("count"), default=DEFAULT_FRAMES, low=1, high=MAX_FRAMES)
         if count is None:
-            return error_response("invalid_count", 400)
-        tail = parse_count(request.args.get("tail"), default=REPLAY_TAIL, low=1, high=1000)
+            return _invalid("count", 1, MAX_FRAMES)
+        tail = parse_count(request.args.get("tail"), default=REPLAY_TAIL, low=1, high=MAX_TAIL)
         if tail is None:
-            return error_response("invalid_tail", 400)
+            return _invalid("tail", 1, MAX_TAIL)
         if not folders.known(run_id):
             return error_response("not_found", 404)
         index = await indexes.get(run_id)
