@@ -149,10 +149,10 @@ def test_a_live_run_rewinds_and_goes_back_to_live(ui_service: UiService, page: A
 
 def _without_now(model: dict[str, Any]) -> dict[str, Any]:
     """``model`` without what depends on the wall clock: a finished run's calls that never returned count
-    their elapsed seconds up to ``now`` (the request's time), which differs between two requests."""
+    their elapsed time up to ``now`` (the request's time), which differs between two requests."""
     returned = {op["source"] for op in model["operations"] if op["kind"] == "return"}
     operations = [
-        {**op, "metrics": {**op["metrics"], "elapsedSeconds": None}}
+        {**op, "metrics": {**op["metrics"], "elapsedSeconds": None, "elapsedMs": None}}
         if op["kind"] == "call" and op["destination"] not in returned
         else op
         for op in model["operations"]
