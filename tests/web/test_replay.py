@@ -46,7 +46,7 @@ def test_replay_scrubs_a_finished_run_back_to_its_live_chain(ui_service: UiServi
     open_host(page)
     mount(page, run_id)
     status, caption = page.get_by_test_id("run-status"), page.get_by_test_id("now-caption")
-    expect(status).to_have_text("success")
+    expect(status).to_have_text("Done")
     graph = page.get_by_test_id("flow-graph")
     expect(graph.locator('[data-pid="role:coder:1"]')).to_have_count(0)  # finished: the chains are gone
 
@@ -59,7 +59,7 @@ def test_replay_scrubs_a_finished_run_back_to_its_live_chain(ui_service: UiServi
     scrubber.press("ArrowRight")
     # operation 2: the lead has just delegated, so the coder is in flight on the main stack
     expect(caption).to_contain_text(f"Replay · operation 2 of {total}")
-    expect(status).to_have_text("running")
+    expect(status).to_have_text("Running")
     expect(graph.locator('.fg-node.active[data-pid="role:coder:1"]')).to_have_count(1)
     expect(graph.locator('.fg-edge.in-flight[data-op="op-2"]')).to_have_count(1)
     expect(page.get_by_test_id("replay-position")).to_contain_text(f"Operation 2 of {total} · Lead")
@@ -82,7 +82,7 @@ def test_replay_scrubs_a_finished_run_back_to_its_live_chain(ui_service: UiServi
     page.get_by_test_id("replay-play").click()
     expect(caption).to_contain_text(f"Replay · operation {total} of {total}")
     expect(page.get_by_test_id("replay-play")).to_have_text("Play")  # it stops at the end
-    expect(status).to_have_text("success")
+    expect(status).to_have_text("Done")
     expect(page.get_by_test_id("call-tree")).to_be_visible()  # the last frame is the finished run
     shots.save(page, "replay-end")
     page.set_viewport_size({"width": 1024, "height": 700})  # the bar wraps; every control stays on screen
@@ -95,13 +95,16 @@ def test_replay_scrubs_a_finished_run_back_to_its_live_chain(ui_service: UiServi
     expect(caption).not_to_contain_text("Replay")
     expect(page.get_by_test_id("replay-open")).to_be_focused()
 
-    # the same in the real shell's watch screen
-    page.goto(f"/#watch/{run_id}")
-    page.get_by_test_id("replay-open").click()
-    expect(caption).to_contain_text(f"Replay · operation 1 of {total}")
-    page.get_by_test_id("replay-scrubber").press("End")
+    # the real shell: its #watch/<run>/replay route opens the replay, which plays from operation 1 to the end
+    page.unroute("**/static/app.js")  # the host page's stand-in goes: the real shell loads
+    page.goto("about:blank")
+    page.goto(f"/#watch/{run_id}/replay")
+    expect(page.get_by_test_id("nav-watch")).to_be_visible()  # the shell's top bar: not the bare host
     expect(caption).to_contain_text(f"Replay · operation {total} of {total}")
-    expect(status).to_have_text("success")
+    expect(page.get_by_test_id("replay-play")).to_have_text("Play")
+    page.get_by_test_id("replay-scrubber").press("Home")
+    expect(caption).to_contain_text(f"Replay · operation 1 of {total}")
+    expect(status).to_have_text("Running")
 
 
 def test_a_live_run_rewinds_and_goes_back_to_live(ui_service: UiService, page: Any, shots: Shots) -> None:
@@ -138,11 +141,11 @@ def test_a_live_run_rewinds_and_goes_back_to_live(ui_service: UiService, page: A
     ui_service.run_status(run_id, "success")
     # the polls move the scrubber's end, not the frame
     expect(caption).to_contain_text("Replay · operation 1 of 8")
-    expect(page.get_by_test_id("run-status")).to_have_text("running")
+    expect(page.get_by_test_id("run-status")).to_have_text("Running")
     expect(graph.locator('[data-pid="role:coder:1"]')).to_have_count(0)
     shots.save(page, "replay-live-rewound")
     page.get_by_test_id("replay-exit").click()
-    expect(page.get_by_test_id("run-status")).to_have_text("success")
+    expect(page.get_by_test_id("run-status")).to_have_text("Done")
     expect(caption).not_to_contain_text("Replay")
     ui_service.wait_idle()
 
@@ -214,7 +217,7 @@ def test_a_1000_operation_run_replays_at_full_speed_without_long_tasks(ui_servic
     # polls keep arriving during the replay; the tail-sized window stands for the shell's 304s of a
     # finished run (it keeps the parsed answer), so the page parses no 1,000-operation model each second
     mount(page, RUN_ID, interval_ms=1000, flow_query=f"?window={REPLAY_TAIL}")
-    expect(page.get_by_test_id("run-status")).to_have_text("success")
+    expect(page.get_by_test_id("run-status")).to_have_text("Done")
     page.get_by_test_id("replay-open").click()
     expect(page.get_by_test_id("now-caption")).to_contain_text(f"Replay · operation 1 of {total}")
     page.get_by_test_id("replay-speed").select_option("full")
