@@ -83,7 +83,7 @@ def test_replay_scrubs_a_finished_run_back_to_its_live_chain(ui_service: UiServi
     expect(caption).to_contain_text(f"Replay · operation {total} of {total}")
     expect(page.get_by_test_id("replay-play")).to_have_text("Play")  # it stops at the end
     expect(status).to_have_text("Done")
-    expect(page.get_by_test_id("call-tree")).to_be_visible()  # the last frame is the finished run
+    expect(page.get_by_test_id("call-tree")).to_be_hidden()  # it tells the run now, not at an operation
     shots.save(page, "replay-end")
     page.set_viewport_size({"width": 1024, "height": 700})  # the bar wraps; every control stays on screen
     for control in ("replay-back", "replay-play", "replay-forward", "replay-scrubber", "replay-speed", "replay-exit"):
@@ -94,6 +94,7 @@ def test_replay_scrubs_a_finished_run_back_to_its_live_chain(ui_service: UiServi
     expect(bar).to_be_hidden()
     expect(caption).not_to_contain_text("Replay")
     expect(page.get_by_test_id("replay-open")).to_be_focused()
+    expect(page.get_by_test_id("call-tree")).to_be_visible()
 
     # the real shell: its #watch/<run>/replay route opens the replay, which plays from operation 1 to the end
     page.unroute("**/static/app.js")  # the host page's stand-in goes: the real shell loads

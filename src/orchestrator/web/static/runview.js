@@ -322,7 +322,9 @@ export function createRunView(root, ctx) {
     drawCost();
     const options = { tier, sig, partialAt, partialBox, typeInfo, extraKey: runView ? JSON.stringify(runView.roles || []).length : 0 };
     if (mode === "flow") graph.update(flow, options);
-    if (mode === "flow") drawTree();
+    // the call tree tells the run as it is now, not as it was at a replay's operation
+    treePane.hidden = replay.active;
+    if (mode === "flow" && !replay.active) drawTree();
     else sequence.update(flow, options);
     partialBox.el.hidden = !partialAt;
     if (partialAt) drawPartial();
