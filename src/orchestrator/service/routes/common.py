@@ -36,6 +36,12 @@ def error_response(code: str, status: int) -> Response:
     return json_response({"ok": False, "error": code}, status)
 
 
+def invalid_parameter(parameter: str, message: str) -> Response:
+    """The ``400`` a bad query parameter gets: ``{ok: false, error: "invalid_parameter", parameter, message}``,
+    naming the parameter and what it must be."""
+    return json_response({"ok": False, "error": "invalid_parameter", "parameter": parameter, "message": message}, 400)
+
+
 def conditional_json(value: Any) -> Response:
     """``value`` as JSON with its ETag — or an empty ``304`` when the request already holds that tag."""
     body = _encoder.encode(value)

@@ -18,7 +18,12 @@ from quart import Blueprint, Response, request
 from orchestrator.engine.runfolder import read_meta
 from orchestrator.flow.contexttrack import DEFAULT_SAMPLES, MIN_SAMPLES, context_tracks
 from orchestrator.service.core import Service
-from orchestrator.service.routes.common import RunFolders, conditional_json, error_response, json_response
+from orchestrator.service.routes.common import (
+    RunFolders,
+    conditional_json,
+    error_response,
+    invalid_parameter,
+)
 from orchestrator.service.runindex import RunIndexes
 
 __all__ = ["MAX_SAMPLES", "context_blueprint", "samples_param"]
@@ -44,9 +49,7 @@ def context_blueprint(service: Service, indexes: RunIndexes, folders: RunFolders
             return error_response("not_found", 404)
         limit = samples_param(request.args.get("samples"))
         if limit is None:
-            message = f"samples must be an integer from {MIN_SAMPLES} to {MAX_SAMPLES}"
-            body = {"ok": False, "error": "invalid_parameter", "parameter": "samples", "message": message}
-            return json_response(body, 400)
+            return invalid_parameter("samples", f"samples must be an integer from {MIN_SAMPLES} to {MAX_SAMPLES}")
         index = await indexes.get(run_id)
         meta = read_meta(folders.folder(run_id))
         deployment = service.settings.deployment

@@ -25,7 +25,12 @@ from orchestrator.flow.model import InteractionModel
 from orchestrator.flow.replay import MAX_FRAMES, REPLAY_TAIL, ReplayPass
 from orchestrator.runlog.reader import decode_line
 from orchestrator.runlog.writer import utc_timestamp
-from orchestrator.service.routes.common import RunFolders, conditional_json, error_response, json_response
+from orchestrator.service.routes.common import (
+    RunFolders,
+    conditional_json,
+    error_response,
+    invalid_parameter,
+)
 from orchestrator.service.runindex import RunIndexes
 
 __all__ = ["DEFAULT_FRAMES", "KEPT_PASSES", "ReplayChunk", "parse_count", "replay_blueprint"]
@@ -61,8 +66,7 @@ def parse_count(value: str | None, *, default: int, low: int, high: int) -> int 
 
 def _invalid(parameter: str, low: int, high: int) -> Response:
     """The 400 every query parameter of the run routes answers with (the shape ``/search`` uses too)."""
-    message = f"{parameter} must be a whole number from {low:,} to {high:,}"
-    return json_response({"ok": False, "error": "invalid_parameter", "parameter": parameter, "message": message}, 400)
+    return invalid_parameter(parameter, f"{parameter} must be a whole number from {low:,} to {high:,}")
 
 
 class _LogLines:

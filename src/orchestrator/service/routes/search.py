@@ -19,17 +19,18 @@ import msgspec
 from quart import Blueprint, Response, request
 
 from orchestrator.flow.search import DEFAULT_LIMIT, MAX_LIMIT, QueryError, landmarks, locate, parse_query, search
-from orchestrator.service.routes.common import RunFolders, conditional_json, error_response, json_response
+from orchestrator.service.routes.common import (
+    RunFolders,
+    conditional_json,
+    error_response,
+    invalid_parameter,
+)
 from orchestrator.service.runindex import RunIndexes
 
 __all__ = ["MAX_Q_CHARS", "search_blueprint"]
 
 #: The raw ``q`` parameter's bound (the query text itself is bounded by ``flow.search.MAX_QUERY``).
 MAX_Q_CHARS = 400
-
-
-def invalid(parameter: str, message: str) -> Response:
-    return json_response({"ok": False, "error": "invalid_parameter", "parameter": parameter, "message": message}, 400)
 
 
 def _integer(value: str | None, low: int, high: int) -> int | None:
@@ -52,32 +53,32 @@ def search_blueprint(indexes: RunIndexes, folders: RunFolders) -> Blueprint:
         args = request.args
         asked = [name for name in ("q", "landmarks", "operation") if name in args]
         if len(asked) != 1:
-            return invalid("q", "give exactly one of q, landmarks and operation")
+            return invalid_parameter("q", "give exactly one of q, landmarks and operation")
         unknown = sorted(set(args) - {"q", "limit", "after", "landmarks", "operation"})
         if unknown:
-            return invalid(unknown[0], "unknown parameter")
+            return invalid_parameter(unknown[0], "unknown parameter")
         limit, after = DEFAULT_LIMIT, -1
         if "limit" in args:
             parsed = _integer(args.get("limit"), 1, MAX_LIMIT)
             if parsed is None:
-                return invalid("limit", f"an integer from 1 to {MAX_LIMIT}")
+                return invalid_parameter("limit", f"an integer from 1 to {MAX_LIMIT}")
             limit = parsed
         if "after" in args:
             parsed = _integer(args.get("after"), -1, 1 << 40)
             if parsed is None:
-                return invalid("after", "a log index (an integer ≥ -1)")
+                return invalid_parameter("after", "a log index (an integer ≥ -1)")
             after = parsed
         if asked == ["landmarks"] and args.get("landmarks") != "1":
-            return invalid("landmarks", "must be 1")
+            return invalid_parameter("landmarks", "must be 1")
         query = None
         if asked == ["q"]:
             raw = args.get("q", "")
             if len(raw) > MAX_Q_CHARS:
-                return invalid("q", f"at most {MAX_Q_CHARS} characters")
+                return invalid_parameter("q", f"at most {MAX_Q_CHARS} characters")
             try:
                 query = parse_query(raw)
             except QueryError as error:
-                return invalid("q", str(error))
+                return invalid_parameter("q", str(error))
         if not folders.known(run_id):
             return error_response("not_found", 404)
         index = await indexes.get(run_id, search=True)

@@ -16,7 +16,12 @@ import re
 import msgspec
 from quart import Blueprint, Response, request
 
-from orchestrator.service.routes.common import RunFolders, conditional_json, error_response, json_response
+from orchestrator.service.routes.common import (
+    RunFolders,
+    conditional_json,
+    error_response,
+    invalid_parameter,
+)
 from orchestrator.service.runindex import RunIndexes
 from orchestrator.service.toolresults import event_result, turn_results
 
@@ -31,7 +36,7 @@ def _index(name: str) -> int | Response | None:
     if raw is None:
         return None
     if not _INDEX.fullmatch(raw):
-        return json_response({"ok": False, "error": "invalid_parameter", "parameter": name}, 400)
+        return invalid_parameter(name, f"{name} must be a log event index (a whole number)")
     return int(raw)
 
 
@@ -46,9 +51,9 @@ def toolresults_blueprint(indexes: RunIndexes, folders: RunFolders) -> Blueprint
                 return value
         full = request.args.get("full")
         if full not in (None, "0", "1"):
-            return json_response({"ok": False, "error": "invalid_parameter", "parameter": "full"}, 400)
+            return invalid_parameter("full", "full must be 0 or 1")
         if (turn is None) == (event is None):
-            return json_response({"ok": False, "error": "invalid_parameter", "parameter": "turn"}, 400)
+            return invalid_parameter("turn", "give exactly one of turn and event")
         if not folders.known(run_id):
             return error_response("not_found", 404)
         index = await indexes.get(run_id)
