@@ -25,7 +25,8 @@ from orchestrator.flow.toolview import (
     previous_content,
     tool_view,
 )
-from orchestrator.service.logwindow import RunAggregate, as_mapping
+from orchestrator.service.logline import as_mapping
+from orchestrator.service.logwindow import RunAggregate
 
 __all__ = ["event_result", "turn_results", "turn_results_builtins"]
 

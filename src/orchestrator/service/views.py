@@ -26,7 +26,8 @@ from orchestrator.engine.runfolder import TERMINAL_STATUSES, RunMeta, read_meta,
 from orchestrator.flow.outcome import classify_tool_message
 from orchestrator.runlog import fold_request, read_events
 from orchestrator.runlog.fold import instance_key
-from orchestrator.service.logwindow import Event, Instance, RunAggregate, aggregate, as_mapping, fold, render_line
+from orchestrator.service.logline import Event, as_mapping, render_line
+from orchestrator.service.logwindow import Instance, RunAggregate, aggregate, fold
 from orchestrator.service.runthreads import continued_by
 from orchestrator.service.toolresults import turn_results_builtins
 
