@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 from typing import Any
 
@@ -104,6 +105,7 @@ def test_a_live_run_in_the_flow_and_sequence_views_and_the_inspector(
     card = page.get_by_test_id("operation-card")
     expect(card).to_contain_text("Lead delegates to Coder")
     expect(card.get_by_test_id("operation-details").locator("strong")).to_have_text("greeting")
+    expect(card).to_contain_text(re.compile(r"Elapsed\s*\d+\.\d+ s"))  # to the millisecond (problem 8)
 
     # The inspector: the coder's transcript, its tool calls and results, and one turn on the wire.
     card.get_by_test_id("card-open-transcript").last.click()

@@ -10,9 +10,9 @@
 //   ctx = {runId, api: {get(path) -> Promise<json>}}
 // The card replaces any card already open in `host` (default: a floating panel on document.body).
 
-import { badge, severityOf } from "./labels.js";
+import { badge, elapsedMs, preciseDuration, severityOf } from "./labels.js";
 import { renderMarkdown } from "./markdown.js";
-import { boundedCache, clock, compact, copyText, duration, el, ensureStylesheet } from "./rvdom.js";
+import { boundedCache, clock, compact, copyText, el, ensureStylesheet } from "./rvdom.js";
 import { renderToolResult } from "./toolresult.js";
 
 const details = boundedCache(300);
@@ -133,7 +133,7 @@ export function openOperationCard(ctx, { opId, model, labels, tier = "detailed",
       row("Started", clock(op.startedAt)),
       row("Settled", op.settledAt ? clock(op.settledAt) : null),
       m ? row("Tokens", `${compact(m.tokens)} (cached prompt ${compact(m.cachedPromptTokens)})`) : null,
-      m ? row("Elapsed", m.elapsedSeconds == null ? "?" : duration(m.elapsedSeconds)) : null,
+      m ? row("Elapsed", elapsedMs(op) == null ? "?" : preciseDuration(elapsedMs(op))) : null,
       row("Calls to this participant", involving ? String(involving) : null),
     );
     card.appendChild(grid);
