@@ -1,12 +1,14 @@
 """The app in-process, behind Quart-Trio's test client, for route logic and the perimeter's rules.
 
-``inprocess_app(tmp_path, policy=...)`` builds a ``Service`` on a test Guild whose model endpoint is a
-closed loopback port (a run that starts fails fast; none is needed), attaches it to a nursery, runs the
-app's lifespan and yields ``(app, client)``. ``inprocess_server(...)`` does the same on a given model
-endpoint (a sim's), starts the service as ``serve`` does and yields an ``InprocessServer``: the polling
-helpers of ``tests.service.server`` over the test client, so a route-logic test reads the same whether
-it talks to a real ``serve`` process or to the app in this process. What crosses a real socket
-(Hypercorn, signals, browsers) is tested against a real ``serve`` process elsewhere.
+``engine_run(tmp_path, script, roles)`` writes a finished run with the real engine and a sim model into
+the workspace ``inprocess_app`` serves. ``inprocess_app(tmp_path, policy=...)`` builds a ``Service`` on
+a test Guild whose model endpoint is a closed loopback port (a run that starts fails fast; none is
+needed), attaches it to a nursery, runs the app's lifespan and yields ``(app, client)``.
+``inprocess_server(...)`` does the same on a given model endpoint (a sim's), starts the service as
+``serve`` does and yields an ``InprocessServer``: the polling helpers of ``tests.service.server`` over
+the test client, so a route-logic test reads the same whether it talks to a real ``serve`` process or to
+the app in this process. What crosses a real socket (Hypercorn, signals, browsers) is tested against a
+real ``serve`` process elsewhere.
 """
 
 from __future__ import annotations
@@ -21,20 +23,34 @@ from typing import Any
 import trio
 from quart.testing import QuartClient
 from quart_trio import QuartTrio
-from tests.helpers import make_settings
+from tests.engine.harness import FAST
+from tests.helpers import make_settings, serve_script
 from tests.service.server import BASE_ENV, ApiPolling
 from werkzeug.datastructures import Headers
 
+from orchestrator.engine.runner import RunRequest, RunServices, execute_run
 from orchestrator.llm import timeouts_from_env
 from orchestrator.service.app import create_app
 from orchestrator.service.core import Service
 from orchestrator.service.perimeter_rules import Policy
 from orchestrator.service.stream import StreamLimits
 
-__all__ = ["TOKEN", "InprocessServer", "Reply", "inprocess_app", "inprocess_server"]
+__all__ = ["TOKEN", "InprocessServer", "Reply", "engine_run", "inprocess_app", "inprocess_server"]
 
 TOKEN = "test-token-0123456789abcdef"
 ROLES = {"lead": ["agent", "finish"], "coder": ["run_shell", "finish"]}
+
+
+async def engine_run(tmp_path: Path, script: Mapping[str, Any], roles: Mapping[str, list[str]]) -> str:
+    """Run ``script`` (sim-model turns) with the real engine into ``tmp_path / "ws"`` — the workspace
+    ``inprocess_app(tmp_path)`` serves — until it ends; the run's id. Files the run should find can be
+    written into ``tmp_path / "ws"`` first."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    async with serve_script(script) as sim:
+        settings = make_settings(tmp_path / "engine", sim.base_url, roles=roles)
+        outcome = await execute_run(settings, workspace, RunRequest(task="go"), RunServices(timeouts=FAST))
+    return outcome.run_dir.name
 
 
 def _closed_port() -> int:

@@ -7,11 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.engine.harness import FAST, call, finish, turn
-from tests.helpers import make_settings, serve_script
-from tests.service.inprocess import TOKEN, inprocess_app
-
-from orchestrator.engine.runner import RunRequest, RunServices, execute_run
+from tests.engine.harness import call, finish, turn
+from tests.service.inprocess import TOKEN, engine_run, inprocess_app
 
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 ROLES = {"lead": ["agent", "finish"], "coder": ["run_shell", "finish"]}
@@ -27,12 +24,7 @@ SCRIPT = {
 
 async def test_context_tracks_of_a_finished_run(tmp_path: Path) -> None:
     """Issue 18 (build: the waterfall's context track): served per instance, bounded, conditional."""
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    async with serve_script(SCRIPT) as sim:
-        settings = make_settings(tmp_path / "engine", sim.base_url, roles=ROLES)
-        outcome = await execute_run(settings, workspace, RunRequest(task="go"), RunServices(timeouts=FAST))
-    run_id = outcome.run_dir.name
+    run_id = await engine_run(tmp_path, SCRIPT, ROLES)
     async with inprocess_app(tmp_path) as (_, client):
 
         async def get(path: str, **headers: str) -> tuple[int, Any, dict[str, str]]:

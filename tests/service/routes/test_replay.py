@@ -8,13 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.engine.harness import FAST, call, finish, turn
+from tests.engine.harness import call, finish, turn
 from tests.flow.logs import log, start, tcall, tresult
-from tests.helpers import make_settings, serve_script
-from tests.service.inprocess import TOKEN, inprocess_app
+from tests.service.inprocess import TOKEN, engine_run, inprocess_app
 
 from orchestrator.engine.runfolder import runs_root
-from orchestrator.engine.runner import RunRequest, RunServices, execute_run
 from orchestrator.flow.replay import MAX_FRAMES, REPLAY_TAIL
 
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -30,17 +28,8 @@ SCRIPT = {
 }
 
 
-async def _finished_run(tmp_path: Path) -> str:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    async with serve_script(SCRIPT) as sim:
-        settings = make_settings(tmp_path / "engine", sim.base_url, roles=ROLES)
-        outcome = await execute_run(settings, workspace, RunRequest(task="go"), RunServices(timeouts=FAST))
-    return outcome.run_dir.name
-
-
 async def test_replay_frames_of_a_finished_run_end_at_its_flow_model(tmp_path: Path) -> None:
-    run_id = await _finished_run(tmp_path)
+    run_id = await engine_run(tmp_path, SCRIPT, ROLES)
     async with inprocess_app(tmp_path) as (_, client):
 
         async def get(path: str, **headers: str) -> tuple[int, Any, dict[str, str]]:

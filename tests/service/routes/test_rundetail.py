@@ -7,11 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.engine.harness import FAST, call, finish, turn
-from tests.helpers import make_settings, serve_script
-from tests.service.inprocess import TOKEN, inprocess_app
-
-from orchestrator.engine.runner import RunRequest, RunServices, execute_run
+from tests.engine.harness import call, finish, turn
+from tests.service.inprocess import TOKEN, engine_run, inprocess_app
 
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 ROLES = {"lead": ["agent", "finish"], "coder": ["run_shell", "finish"]}
@@ -26,18 +23,8 @@ SCRIPT = {
 }
 
 
-async def _finished_run(tmp_path: Path) -> str:
-    """A finished run in ``tmp_path / "ws"`` (the workspace ``inprocess_app`` serves); its id."""
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    async with serve_script(SCRIPT) as sim:
-        settings = make_settings(tmp_path / "engine", sim.base_url, roles=ROLES)
-        outcome = await execute_run(settings, workspace, RunRequest(task="go"), RunServices(timeouts=FAST))
-    return outcome.run_dir.name
-
-
 async def test_tree_timeline_and_conditional_gets_of_a_finished_run(tmp_path: Path) -> None:
-    run_id = await _finished_run(tmp_path)
+    run_id = await engine_run(tmp_path, SCRIPT, ROLES)
     async with inprocess_app(tmp_path) as (_, client):
 
         async def get(path: str, **headers: str) -> tuple[int, bytes, dict[str, str]]:

@@ -7,11 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.engine.harness import FAST, call, finish, turn
-from tests.helpers import make_settings, serve_script
-from tests.service.inprocess import TOKEN, inprocess_app
-
-from orchestrator.engine.runner import RunRequest, RunServices, execute_run
+from tests.engine.harness import call, finish, turn
+from tests.service.inprocess import TOKEN, engine_run, inprocess_app
 
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 ROLES = {"lead": ["agent", "finish"], "coder": ["run_shell", "finish"]}
@@ -26,17 +23,8 @@ SCRIPT = {
 }
 
 
-async def _finished_run(tmp_path: Path) -> str:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    async with serve_script(SCRIPT) as sim:
-        settings = make_settings(tmp_path / "engine", sim.base_url, roles=ROLES)
-        outcome = await execute_run(settings, workspace, RunRequest(task="go"), RunServices(timeouts=FAST))
-    return outcome.run_dir.name
-
-
 async def test_search_landmarks_and_operation_lookup(tmp_path: Path) -> None:
-    run_id = await _finished_run(tmp_path)
+    run_id = await engine_run(tmp_path, SCRIPT, ROLES)
     base = f"/api/runs/{run_id}/search"
     async with inprocess_app(tmp_path) as (_, client):
 
@@ -93,7 +81,7 @@ async def test_search_landmarks_and_operation_lookup(tmp_path: Path) -> None:
 
 
 async def test_bad_parameters_are_400s_naming_the_parameter(tmp_path: Path) -> None:
-    run_id = await _finished_run(tmp_path)
+    run_id = await engine_run(tmp_path, SCRIPT, ROLES)
     base = f"/api/runs/{run_id}/search"
     async with inprocess_app(tmp_path) as (_, client):
         cases = {

@@ -8,11 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.engine.harness import FAST, call, finish, turn
-from tests.helpers import make_settings, serve_script
-from tests.service.inprocess import TOKEN, inprocess_app
-
-from orchestrator.engine.runner import RunRequest, RunServices, execute_run
+from tests.engine.harness import call, finish, turn
+from tests.service.inprocess import TOKEN, engine_run, inprocess_app
 
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 ROLES = {"coder": ["run_shell", "read_file", "write_file", "search_text", "finish"]}
@@ -32,10 +29,7 @@ async def _run(tmp_path: Path) -> str:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "a.txt").write_text("one\ntwo\nthree\n")
-    async with serve_script(SCRIPT) as sim:
-        settings = make_settings(tmp_path / "engine", sim.base_url, roles=ROLES)
-        outcome = await execute_run(settings, workspace, RunRequest(task="go"), RunServices(timeouts=FAST))
-    return outcome.run_dir.name
+    return await engine_run(tmp_path, SCRIPT, ROLES)
 
 
 async def test_tool_results_by_type_under_their_calls(tmp_path: Path) -> None:
