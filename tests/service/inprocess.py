@@ -35,9 +35,11 @@ from orchestrator.service.core import Service
 from orchestrator.service.perimeter_rules import Policy
 from orchestrator.service.stream import StreamLimits
 
-__all__ = ["TOKEN", "InprocessServer", "Reply", "engine_run", "inprocess_app", "inprocess_server"]
+__all__ = ["BEARER", "TOKEN", "InprocessServer", "Reply", "engine_run", "inprocess_app", "inprocess_server"]
 
 TOKEN = "test-token-0123456789abcdef"
+#: The header that signs a test client's request in.
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
 ROLES = {"lead": ["agent", "finish"], "coder": ["run_shell", "finish"]}
 
 

@@ -19,9 +19,8 @@ from hypothesis import strategies as st
 from quart.testing import QuartClient
 from tests.engine.harness import finish, turn
 from tests.helpers import serve_script
-from tests.service.inprocess import TOKEN, inprocess_app
+from tests.service.inprocess import BEARER, inprocess_app
 
-BEARER = {"Authorization": f"Bearer {TOKEN}"}
 NASTY = [
     "", "0", "-1", "9" * 5000, "1e309", "NaN", "１２", "..", "../..", "%00", "\x00", "a\x00b", "%ff", "\ud7ff",
     "é", "🙂", " ", "\t", "%2e%2e", "null", "[]", "{}", "all", "text", "lead#1", "op-1", "basic", "x" * 3000,

@@ -11,12 +11,11 @@ import re
 from pathlib import Path
 
 from quart import Response
-from tests.service.inprocess import TOKEN, inprocess_app
+from tests.service.inprocess import BEARER, TOKEN, inprocess_app
 from werkzeug.datastructures import Headers
 
 from orchestrator.service.perimeter_rules import Policy
 
-BEARER = {"Authorization": f"Bearer {TOKEN}"}
 SECURITY_HEADERS = ("content-security-policy", "x-content-type-options", "referrer-policy", "x-frame-options")
 
 # --- through the app ----------------------------------------------------------------------------------

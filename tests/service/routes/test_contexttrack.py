@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.engine.harness import call, finish, turn
-from tests.service.inprocess import TOKEN, engine_run, inprocess_app
+from tests.service.inprocess import BEARER, engine_run, inprocess_app
 
-BEARER = {"Authorization": f"Bearer {TOKEN}"}
 ROLES = {"lead": ["agent", "finish"], "coder": ["run_shell", "finish"]}
 SCRIPT = {
     "turns": [

@@ -5,11 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from quart_trio import QuartTrio
-from tests.service.inprocess import TOKEN, inprocess_app
+from tests.service.inprocess import BEARER, inprocess_app
 
 from orchestrator.service.routes.pages import pages_blueprint
-
-BEARER = {"Authorization": f"Bearer {TOKEN}"}
 
 
 async def test_page_assets_favicon_and_liveness(tmp_path: Path) -> None:

@@ -10,12 +10,11 @@ from typing import Any
 import pytest
 from tests.engine.harness import call, finish, turn
 from tests.flow.logs import log, start, tcall, tresult
-from tests.service.inprocess import TOKEN, engine_run, inprocess_app
+from tests.service.inprocess import BEARER, engine_run, inprocess_app
 
 from orchestrator.engine.runfolder import runs_root
 from orchestrator.flow.replay import MAX_FRAMES, REPLAY_TAIL
 
-BEARER = {"Authorization": f"Bearer {TOKEN}"}
 ROLES = {"lead": ["agent", "finish"], "coder": ["run_shell", "finish"]}
 SCRIPT = {
     "turns": [

@@ -8,11 +8,9 @@ from pathlib import Path
 
 from quart.testing import QuartClient
 from quart.testing.connections import WebsocketDisconnectError
-from tests.service.inprocess import TOKEN, inprocess_app
+from tests.service.inprocess import BEARER, inprocess_app
 
 from orchestrator.service.stream import StreamLimits
-
-BEARER = {"Authorization": f"Bearer {TOKEN}"}
 
 
 def _leaves(group: BaseExceptionGroup[WebsocketDisconnectError]) -> list[WebsocketDisconnectError]:

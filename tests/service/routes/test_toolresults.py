@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.engine.harness import call, finish, turn
-from tests.service.inprocess import TOKEN, engine_run, inprocess_app
+from tests.service.inprocess import BEARER, engine_run, inprocess_app
 
-BEARER = {"Authorization": f"Bearer {TOKEN}"}
 ROLES = {"coder": ["run_shell", "read_file", "write_file", "search_text", "finish"]}
 SCRIPT = {
     "turns": [
