@@ -1,7 +1,8 @@
 """The durable queue: ``GET/POST /api/queue``, ``PATCH/DELETE /api/queue/<id>``, and an item's
 ``/answer`` (a parked question), ``/requeue`` (an errored item) and ``/confirm`` (an item this service
 did not accept itself, see ``queue_seal``). Every change is one ``queue`` transition; one that asks for it
-ticks the scheduler. Items are shown without their seal; one the service did not accept carries ``fromThisService: false``."""
+ticks the scheduler. Items are shown without their seal; one the service did not accept carries
+``fromThisService: false``."""
 
 from __future__ import annotations
 
