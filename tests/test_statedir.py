@@ -36,3 +36,10 @@ def test_a_shared_or_broken_key_file_is_refused(tmp_path: Path) -> None:
     path.chmod(0o644)
     with pytest.raises(ConfigError, match="readable by other users"):
         read_or_create_key(path)
+
+
+def test_an_unwritable_state_directory_is_a_clear_configuration_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(ConfigError, match=r"cannot be created .* ORCHESTRATOR_STATE_DIR"):
+        read_or_create_key(blocker / "queue-key")

@@ -44,6 +44,15 @@ def read_or_create_key(path: Path) -> bytes:
     existing = _read_key(path)
     if existing is not None:
         return existing
+    try:
+        return _create_key(path)
+    except OSError as exc:
+        raise ConfigError(
+            f"key file {path}: cannot be created ({exc.strerror or exc}); set {STATE_DIR_ENV} to a writable directory"
+        ) from None
+
+
+def _create_key(path: Path) -> bytes:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     key = secrets.token_bytes(KEY_BYTES)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
@@ -70,7 +79,7 @@ def read_or_create_key(path: Path) -> bytes:
 def _read_key(path: Path) -> bytes | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no key yet (creating it says what is in the way)
         return None
     except OSError as exc:
         kind = exc.__class__.__name__
