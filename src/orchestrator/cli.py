@@ -1,5 +1,5 @@
-"""The ``orchestrator`` command: ``serve``, ``run``, ``resume``, ``demo``, ``check``, ``init``, ``token``, ``mcp``,
-``bench``, ``sim-model``; ``orchestrator --version`` prints the package version.
+"""The ``orchestrator`` command: ``serve``, ``run``, ``resume``, ``demo``, ``check``, ``init``, ``trust``, ``token``,
+``mcp``, ``bench``, ``sim-model``; ``orchestrator --version`` prints the package version.
 
 Exit codes: 0 success; 1 the run ended ``error`` / ``needs_clarification``; 2 invalid configuration or
 usage; 130 interrupted by a signal.
@@ -20,6 +20,8 @@ import trio
 from orchestrator import __version__
 from orchestrator.config import Settings, load_config, locate_config, probe_model, render_settings
 from orchestrator.config.secrets import load_redactor
+from orchestrator.config.settings import ConfigPaths
+from orchestrator.config.trust import TrustReport, apply_trust
 from orchestrator.engine.human import AnswersFile, HumanBackend, Terminal, load_answers
 from orchestrator.engine.reconcile import reconcile_runs
 from orchestrator.engine.runfolder import RunIdCollision
@@ -128,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("directory", nargs="?", default=".", metavar="DIR", help="the workspace (default .)")
     init.add_argument("--force", action="store_true", help="replace existing copies (each old one is kept aside)")
     init.add_argument("--workflows", action="store_true", help="also copy the workflows (for orchestrator mcp)")
+    trust = commands.add_parser(
+        "trust", help="trust a workspace's own guild/ and deployment file (records their hashes)"
+    )
+    trust.add_argument("directory", nargs="?", default=".", metavar="DIR", help="the workspace (default .)")
     token = commands.add_parser("token", help="print the access token `serve` requires for a workspace")
     token.add_argument("--workspace", metavar="DIR", default=".", help="the directory serve works in (default .)")
     from orchestrator.workflow.cli import HELP as MCP_HELP
@@ -154,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "mcp":
         return _mcp(args, env)
     if args.command == "init":
-        return _init(args)
+        return _init(args, env)
+    if args.command == "trust":
+        return _trust(args, env)
     if args.command == "token":
         return _token(args, env)
     try:
@@ -181,8 +189,8 @@ def _mcp(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return run_mcp(args, env)
 
 
-def _init(args: argparse.Namespace) -> int:
-    """``orchestrator init [DIR]``: the packaged defaults copied into DIR (see ``defaults/init.py``)."""
+def _init(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``orchestrator init [DIR]``: the packaged defaults copied into DIR (see ``defaults/init.py``), trusted."""
     from orchestrator.defaults.init import InitRefused, init_workspace
 
     directory = Path(args.directory).resolve()
@@ -200,11 +208,54 @@ def _init(args: argparse.Namespace) -> int:
     for item in copied:
         kept = f" (the old one is now {item.kept_as.name})" if item.kept_as else ""
         print(f"orchestrator init: wrote the {item.what} to {item.target}{kept}")
+    _record_trust(directory, env, "orchestrator init")
     print(
         f"orchestrator init: `orchestrator check --workspace {directory}` shows them in use; "
         f"`orchestrator serve --workspace {directory}` serves with them"
     )
     return EXIT_OK
+
+
+# --- workspace trust (config/trust.py) ---------------------------------------------------------
+
+
+def _record_trust(directory: Path, env: Mapping[str, str], command: str) -> bool:
+    from orchestrator.config.trust import trust_store_path, trust_workspace
+
+    try:
+        record = trust_workspace(directory, env)
+    except (OSError, ConfigError) as exc:
+        print(f"{command}: cannot record trust in {trust_store_path(env)}: {exc}", file=sys.stderr)
+        return False
+    for path in sorted(record.files):
+        print(f"{command}: trusted {directory / path} (sha256 {record.files[path][:12]}…)")
+    if not record.files:
+        print(f"{command}: {directory} has no guild/ or deployment/deployment.json to trust")
+    return True
+
+
+def _trust(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``orchestrator trust [DIR]``: record the hashes of DIR's guild/ and deployment file outside it."""
+    directory = Path(args.directory).resolve()
+    if not directory.is_dir():
+        print(f"orchestrator trust: {directory}: not a directory", file=sys.stderr)
+        return EXIT_CONFIG
+    if not _record_trust(directory, env, "orchestrator trust"):
+        return EXIT_CONFIG
+    print("orchestrator trust: a changed file is untrusted again until you run this once more")
+    return EXIT_OK
+
+
+def _located(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[ConfigPaths, TrustReport]:
+    """The config paths with an untrusted workspace's own copies swapped for the packaged ones."""
+    workspace = Path(args.workspace).resolve()
+    paths, trust = apply_trust(locate_config(args.guild, args.deployment, env, workspace), workspace, env)
+    for line in trust.notes():
+        print(f"orchestrator: WARNING: {line}", file=sys.stderr, flush=True)
+    return paths, trust
+
+
+# ------------------------------------------------------------------------------------------------
 
 
 def _token(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -241,7 +292,7 @@ def _print_problems(exc: ConfigError, env: Mapping[str, str]) -> None:
 
 
 async def _settings(args: argparse.Namespace, env: Mapping[str, str], *, probe: bool = True) -> Settings:
-    paths = locate_config(args.guild, args.deployment, env, Path(args.workspace).resolve())
+    paths, _ = _located(args, env)
     try:
         settings = load_config(paths, env)
         if probe:
@@ -257,7 +308,10 @@ async def _settings(args: argparse.Namespace, env: Mapping[str, str], *, probe: 
 
 async def _check(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     settings = await _settings(args, env, probe=not args.no_probe)
-    print(json.dumps(render_settings(settings), indent=2))
+    _, trust = apply_trust(
+        locate_config(args.guild, args.deployment, env, Path(args.workspace).resolve()), Path(args.workspace), env
+    )
+    print(json.dumps({**render_settings(settings), "trust": msgspec.to_builtins(trust)}, indent=2))
     return EXIT_OK
 
 

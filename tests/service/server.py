@@ -171,14 +171,15 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 async def serve_process(
     directory: Path,
     *,
-    guild: Path,
-    deployment: Path,
+    guild: Path | None,
+    deployment: Path | None,
     workspace: Path | None = None,
     env: Mapping[str, str] | None = None,
     name: str = "server",
 ) -> AsyncIterator[Server]:
     """Start ``orchestrator serve`` (workspace ``directory/ws`` unless given) and yield it once its port
-    file exists; the process is killed on exit unless the block already stopped it."""
+    file exists; the process is killed on exit unless the block already stopped it. ``guild`` or
+    ``deployment`` ``None``: no flag (the workspace's own copy, if trusted, else the packaged one)."""
     workspace = workspace or directory / "ws"
     workspace.mkdir(parents=True, exist_ok=True)
     port_file = directory / f"{name}.port"
@@ -195,10 +196,8 @@ async def serve_process(
         "0",
         "--port-file",
         str(port_file),
-        "--guild",
-        str(guild),
-        "--deployment",
-        str(deployment),
+        *(["--guild", str(guild)] if guild is not None else []),
+        *(["--deployment", str(deployment)] if deployment is not None else []),
     ]
     with stderr_path.open("wb") as stderr:
         process = await trio.lowlevel.open_process(

@@ -33,8 +33,8 @@ def _decode(**fields: object) -> QueueItem:
 
 
 def test_the_statuses_and_the_live_subset() -> None:
-    assert {"waiting", "active", "needs_input", "done", "error", "cancelled"} == STATUSES
-    assert {"waiting", "active", "needs_input"} == LIVE_STATUSES
+    assert {"waiting", "active", "needs_input", "done", "error", "cancelled", "unconfirmed"} == STATUSES
+    assert {"waiting", "active", "needs_input", "unconfirmed"} == LIVE_STATUSES
     assert LIVE_STATUSES < STATUSES
 
 

@@ -41,7 +41,7 @@ def create_app(service: Service, policy: Policy | None = None, limits: StreamLim
     root = runs_root(service.workspace)
     indexes = RunIndexes(root)
     folders = RunFolders(root)
-    app.register_blueprint(pages_blueprint(service.title))
+    app.register_blueprint(pages_blueprint(service.title, service.trust.notes() if service.trust else None))
     app.register_blueprint(config_blueprint(service))
     app.register_blueprint(runs_blueprint(service, indexes, folders))
     app.register_blueprint(rundetail_blueprint(service, indexes, folders))

@@ -16,6 +16,7 @@ import trio
 
 from orchestrator.config import Settings
 from orchestrator.config.probe import refresh_model
+from orchestrator.config.trust import TrustReport
 from orchestrator.conversation import ResultCard
 from orchestrator.engine.controls import RunControls
 from orchestrator.engine.reconcile import reconcile_runs
@@ -40,6 +41,7 @@ from orchestrator.service.active import ActiveRun
 from orchestrator.service.briefing import cancelled_since, completed_since, interim_briefing
 from orchestrator.service.hub import StreamHub
 from orchestrator.service.human import PendingQuestions
+from orchestrator.service.queue_seal import QueueSeal
 from orchestrator.service.queue_store import QueueStore
 from orchestrator.service.summary import first_line, interrupt_history, summarize_run, write_summary
 
@@ -102,14 +104,19 @@ class Service:
         title: str = "Adaptive Orchestrator",
         build: dict[str, str | None] | None = None,
         meta_reader: MetaReader = read_meta,
+        seal: QueueSeal | None = None,
+        trust: TrustReport | None = None,
     ) -> None:
-        """``meta_reader`` reads a run folder's ``meta.json`` for the scheduler (tests pass a counting one)."""
+        """``meta_reader`` reads a run folder's ``meta.json`` for the scheduler (tests pass a counting one).
+        ``seal``: binds queue items to this service (``serve`` always passes one; without it every item in
+        the file counts as accepted). ``trust``: the workspace-trust verdict the page and API show."""
         self.settings = settings
+        self.trust = trust
         self.workspace = workspace
         self.timeouts = timeouts or LlmTimeouts()
         self.title = title
         self.build = build
-        self.queue = QueueStore(workspace)
+        self.queue = QueueStore(workspace, seal=seal)
         self.questions = PendingQuestions()
         self.hub = StreamHub()
         self.active: ActiveRun | None = None
@@ -150,6 +157,7 @@ class Service:
         """Reconcile the runs directory (resume at most one run), repair the queue, tick once."""
         if self.model_needs_probe() and self._nursery is not None:
             self._nursery.start_soon(self._watch_model)
+        await self.queue.apply(lambda items: (items, None))  # an item it did not accept is marked unconfirmed
         found = reconcile_runs(self.workspace, guild_path=str(self.settings.guild_dir))
         for run_id, reason in found.interrupted.items():
             log.info("marked %s interrupted: %s", run_id, reason)

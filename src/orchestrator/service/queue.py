@@ -51,6 +51,7 @@ __all__ = [
     "Answer",
     "Bind",
     "Cancel",
+    "Confirm",
     "Dispatch",
     "Edit",
     "Effects",
@@ -144,6 +145,12 @@ class Cancel(ItemEvent):
     kind = "cancel"
 
 
+class Confirm(ItemEvent):
+    """``POST /api/queue/:id/confirm``: the operator takes an item this service did not accept as its own."""
+
+    kind = "confirm"
+
+
 @dataclass(frozen=True)
 class Answer(ItemEvent):
     """``POST /api/queue/:id/answer``."""
@@ -203,7 +210,9 @@ class Repair:
     metas: Mapping[str, RunMeta]
 
 
-QueueEvent = Enqueue | Dispatch | Bind | Release | Withdraw | Edit | Cancel | Answer | Requeue | Settle | Repair
+QueueEvent = (
+    Enqueue | Dispatch | Bind | Release | Withdraw | Edit | Cancel | Confirm | Answer | Requeue | Settle | Repair
+)
 
 
 @dataclass(frozen=True)
@@ -347,6 +356,12 @@ def _cancel(items: list[QueueItem], i: int, _ev: QueueEvent, now: str) -> tuple[
     return _replace(items, i, new), Effects(new)
 
 
+def _confirm(items: list[QueueItem], i: int, _ev: QueueEvent, _now: str) -> tuple[list[QueueItem], Effects]:
+    item = items[i]
+    new = _rebuild(item, "waiting", item.continues_from)
+    return _replace(items, i, new), Effects(new, tick=True)
+
+
 def _answer(items: list[QueueItem], i: int, ev: QueueEvent, _now: str) -> tuple[list[QueueItem], Effects]:
     assert isinstance(ev, Answer)
     if not isinstance(ev.answer, str) or not ev.answer.strip():
@@ -392,6 +407,8 @@ TRANSITIONS: dict[tuple[str | None, str], Handler] = {
     ("active", "withdraw"): _withdraw,
     ("waiting", "edit"): _edit,
     ("waiting", "cancel"): _cancel,
+    ("unconfirmed", "confirm"): _confirm,
+    ("unconfirmed", "cancel"): _cancel,
     ("needs_input", "answer"): _answer,
     ("error", "requeue"): _requeue,
     ("active", "settle"): _settle,

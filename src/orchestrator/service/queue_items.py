@@ -28,10 +28,12 @@ __all__ = [
     "parse_timestamp",
 ]
 
-ItemStatus = Literal["waiting", "active", "needs_input", "done", "error", "cancelled"]
+#: ``unconfirmed``: an item this service did not accept itself (no valid seal, see ``queue_seal``); it waits
+#: for the operator's ``POST /api/queue/<id>/confirm`` and is never dispatched before.
+ItemStatus = Literal["waiting", "active", "needs_input", "done", "error", "cancelled", "unconfirmed"]
 STATUSES: frozenset[str] = frozenset(ItemStatus.__args__)  # type: ignore[attr-defined]
 #: Statuses that no pruning, move or repair may ever drop from the file.
-LIVE_STATUSES: frozenset[str] = frozenset({"waiting", "active", "needs_input"})
+LIVE_STATUSES: frozenset[str] = frozenset({"waiting", "active", "needs_input", "unconfirmed"})
 #: How a parked run's card summary reads: ``PARK_PREFIX + question``. The question reaches the queue typed
 #: (``Settle.question``); this is only for a meta read from disk (``queue.question_from_summary``).
 PARK_PREFIX = "waiting for an answer to: "
@@ -72,6 +74,8 @@ class QueueItem(Base, frozen=True, kw_only=True):
     answer: str | None = None
     result_summary: str | None = None
     error: str | None = None
+    #: HMAC binding the item to this service and workspace (``queue_seal``); never shown by the API.
+    seal: str | None = None
 
     def __post_init__(self) -> None:
         if not self.id:

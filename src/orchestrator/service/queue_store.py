@@ -6,6 +6,10 @@ that is not ``run-YYYYMMDD-HHMMSS``, an unparseable timestamp, a duplicated id).
 valid items of a damaged file: a partial queue could re-run or silently drop work in ways an empty
 one cannot, and the file is only ever written whole and atomically, so damage means an outside edit.
 Nothing is logged; the next save replaces the file.
+
+With a ``QueueSeal`` (``serve`` always passes one) every read is quarantined and every write sealed
+(``queue_seal``): an item the service did not accept itself reads as ``unconfirmed`` and is never
+dispatched until confirmed.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import trio
 
 from orchestrator.fsutil import atomic_write
 from orchestrator.service.queue import Effects, QueueEvent, QueueFile, QueueItem, transition
+from orchestrator.service.queue_seal import QueueSeal, quarantine, seal_items
 
 __all__ = ["QueueStore", "load_queue", "queue_path", "save_queue"]
 
@@ -59,20 +64,32 @@ class QueueStore:
     transition is applied whole or not at all.
     """
 
-    def __init__(self, workspace: Path, *, durable: bool = True, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        durable: bool = True,
+        clock: Callable[[], datetime] | None = None,
+        seal: QueueSeal | None = None,
+    ) -> None:
         self.workspace = workspace
+        self.seal = seal
         self.durable = durable
         self._clock = clock or (lambda: datetime.now(UTC))
         self._lock = trio.Lock()
 
     def load(self) -> list[QueueItem]:
         """The items as on disk now, without the lock (a save is atomic, so this never sees a torn file)."""
-        return load_queue(self.workspace)
+        return self._load()
+
+    def _load(self) -> list[QueueItem]:
+        items = load_queue(self.workspace)
+        return items if self.seal is None else quarantine(items, self.seal)
 
     async def read(self) -> list[QueueItem]:
         """The current items (a consistent snapshot: taken under the lock)."""
         async with self._lock:
-            return load_queue(self.workspace)
+            return self._load()
 
     async def apply(self, fn: Callable[[list[QueueItem]], tuple[list[QueueItem], T]]) -> T:
         """Load, apply the pure ``fn``, save when the list changed, and return ``fn``'s result.
@@ -80,9 +97,12 @@ class QueueStore:
         Raises whatever ``fn`` raises (e.g. ``QueueError``); then nothing is written.
         """
         async with self._lock:
-            items = load_queue(self.workspace)
+            on_disk = load_queue(self.workspace)
+            items = on_disk if self.seal is None else quarantine(on_disk, self.seal)
             new_items, result = fn(list(items))
-            if new_items != items:
+            if self.seal is not None:
+                new_items = seal_items(items, new_items, self.seal)
+            if new_items != on_disk:
                 save_queue(self.workspace, new_items, durable=self.durable)
             return result
 

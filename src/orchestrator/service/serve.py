@@ -24,6 +24,7 @@ from hypercorn.trio import serve
 from orchestrator.config import Settings, load_config, locate_config, probe_model
 from orchestrator.config.probe import ModelNotReady
 from orchestrator.config.secrets import load_redactor
+from orchestrator.config.trust import apply_trust
 from orchestrator.errors import ConfigError
 from orchestrator.fsutil import atomic_write
 from orchestrator.lifecycle import wind_down_seconds
@@ -33,6 +34,7 @@ from orchestrator.service.core import Service
 from orchestrator.service.errorpage import create_error_app
 from orchestrator.service.perimeter import Perimeter
 from orchestrator.service.perimeter_rules import is_loopback, policy_from_env
+from orchestrator.service.queue_seal import load_seal
 from orchestrator.service.stream import stream_limits_from_env
 from orchestrator.service.token import NO_TOKEN_ENV, resolve_token
 
@@ -222,9 +224,13 @@ async def serve_main(
         )
         return EXIT_CONFIG
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        paths = locate_config(guild, deployment, env, workspace)
+        # workspace trust (config/trust.py): an untrusted checkout's guild/ and deployment are not used
+        paths, trust = apply_trust(locate_config(guild, deployment, env, workspace), workspace, env)
+        for line in trust.notes():
+            print(f"orchestrator: WARNING: {line}", file=sys.stderr, flush=True)
         try:
             token = _token(workspace, env, no_token=no_token)
+            seal = load_seal(workspace, env)
             limits = stream_limits_from_env(env)
             loaded = load_config(paths, env)
             timeouts = timeouts_from_env(env)
@@ -256,7 +262,9 @@ async def serve_main(
             return EXIT_CONFIG
         for note in settings.notes:
             print(f"orchestrator: {note}", file=sys.stderr)
-        service = Service(settings, workspace, timeouts=timeouts, title=title, build=build_info())
+        service = Service(
+            settings, workspace, timeouts=timeouts, title=title, build=build_info(), seal=seal, trust=trust
+        )
         app = create_app(service, policy_from_env(token, host, env), limits)
         busy = False
         second_signal = trio.Event()

@@ -32,3 +32,16 @@ async def test_the_title_is_escaped_into_the_page() -> None:
     async with app.test_app() as test_app:
         page = await (await test_app.test_client().get("/")).get_data(as_text=True)
     assert "<title>&lt;b&gt;&quot;Ops&quot; &amp; co&lt;/b&gt;</title>" in page
+
+
+async def test_the_trust_banner_names_the_ignored_files_escaped_and_is_absent_otherwise() -> None:
+    app = QuartTrio(__name__)
+    app.register_blueprint(pages_blueprint("T", ["ignored workspace file guild/<x>: changed", "run `trust`"]))
+    async with app.test_app() as test_app:
+        page = await (await test_app.test_client().get("/")).get_data(as_text=True)
+    assert 'data-testid="trust-banner"' in page and "<li>ignored workspace file guild/&lt;x&gt;: changed</li>" in page
+    plain = QuartTrio(__name__)
+    plain.register_blueprint(pages_blueprint("T"))
+    async with plain.test_app() as test_app:
+        page = await (await test_app.test_client().get("/")).get_data(as_text=True)
+    assert "trust-banner" not in page and "{{TRUST}}" not in page

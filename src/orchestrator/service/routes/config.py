@@ -64,6 +64,7 @@ def config_blueprint(service: Service) -> Blueprint:
     async def get_config() -> Response:
         settings = service.settings  # read per request: a model re-probe replaces it
         view = config_view(settings, service.build)
+        view["trust"] = msgspec.to_builtins(service.trust) if service.trust is not None else None
         return json_response(settings.redactor().redact_value(view))  # a secret echoed as, say, a model name
 
     @config.get("/api/settings")

@@ -24,13 +24,26 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def pages_blueprint(title: str) -> Blueprint:
-    """The page (titled ``title``), its assets and the liveness probe."""
+def _trust_notice(lines: list[str]) -> str:
+    """The page's banner naming the workspace files ``serve`` ignored (empty when none were)."""
+    if not lines:
+        return ""
+    items = "".join(f"<li>{_escape(line)}</li>" for line in lines)
+    return (
+        '<div class="banner trust-banner" data-testid="trust-banner" role="status">'
+        f"<strong>Untrusted workspace configuration ignored</strong><ul>{items}</ul></div>"
+    )
+
+
+def pages_blueprint(title: str, trust_lines: list[str] | None = None) -> Blueprint:
+    """The page (titled ``title``, with a banner for each of ``trust_lines``), its assets and the liveness
+    probe."""
+    notice = _trust_notice(list(trust_lines or []))
     pages = Blueprint("pages", __name__)
 
     @pages.get("/")
     async def index() -> Response:
-        page = _static("index.html").decode().replace("{{TITLE}}", _escape(title))
+        page = _static("index.html").decode().replace("{{TITLE}}", _escape(title)).replace("{{TRUST}}", notice)
         return Response(page, content_type="text/html; charset=utf-8", headers={"cache-control": "no-store"})
 
     @pages.get("/healthz")

@@ -1,17 +1,19 @@
 """The durable queue: ``GET/POST /api/queue``, ``PATCH/DELETE /api/queue/<id>``, and an item's
-``/answer`` (a parked question) and ``/requeue`` (an errored item). Every change is one ``queue``
-transition; one that asks for it ticks the scheduler."""
+``/answer`` (a parked question), ``/requeue`` (an errored item) and ``/confirm`` (an item this service
+did not accept itself, see ``queue_seal``). Every change is one ``queue`` transition; one that asks for it
+ticks the scheduler. Items are shown without their seal; one the service did not accept carries
+``fromThisService: false``."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import msgspec
 from quart import Blueprint, Response
 
 from orchestrator.engine.runfolder import RunIdCollision
 from orchestrator.service import queue as q
 from orchestrator.service.core import Service
+from orchestrator.service.queue_seal import item_view
 from orchestrator.service.routes.common import error_response, json_response, optional_choice, read_body
 from orchestrator.vocabulary import EFFORT_TIERS
 
@@ -35,14 +37,18 @@ def queue_blueprint(service: Service) -> Blueprint:
             effects = await service.queue.apply(lambda items: q.transition(items, event, datetime.now(UTC)))
         except q.QueueError as exc:
             return error_response(exc.code, _STATUS.get(exc.code, 400))
+        item = effects.item
+        if item is not None:  # the item as the transition left it, sealed as it was saved (before the tick)
+            item = next((i for i in service.queue.load() if i.id == item.id), item)
         if effects.tick:
             await tick()
-        item = effects.item
-        return json_response(msgspec.to_builtins(item) if item is not None else {"ok": True}, status)
+        if item is None:
+            return json_response({"ok": True}, status)
+        return json_response(item_view(item, service.queue.seal), status)
 
     @queue.get("/api/queue")
     async def get_queue() -> Response:
-        return json_response(msgspec.to_builtins(service.queue.load()))
+        return json_response([item_view(item, service.queue.seal) for item in service.queue.load()])
 
     @queue.post("/api/queue")
     async def post_queue() -> Response:
@@ -84,5 +90,9 @@ def queue_blueprint(service: Service) -> Blueprint:
     @queue.post("/api/queue/<item_id>/requeue")
     async def requeue(item_id: str) -> Response:
         return await apply(q.Requeue(item_id))
+
+    @queue.post("/api/queue/<item_id>/confirm")
+    async def confirm(item_id: str) -> Response:
+        return await apply(q.Confirm(item_id))
 
     return queue

@@ -1,13 +1,15 @@
 // The queue panel: running / needs your answer / waiting / recent. Waiting items reorder by drag or by
 // up/down buttons (optimistic PATCH, rolled back on error), edit and remove inline; parked items open
-// their answer card in the inbox (inbox.js); errored ones can be re-queued.
+// their answer card in the inbox (inbox.js); errored ones can be re-queued. Items the service did not
+// accept itself (planted in the workspace, edited outside it) wait under "Not from this service" until
+// the operator confirms (POST /api/queue/<id>/confirm) or removes them.
 
 import { errorMessage, seg } from "./api.js";
 import { firstLine, h, keepFocus, shortTime, statusBadge } from "./dom.js";
 import { markdownBlock } from "./optional.js";
 import { effortOptions } from "./settings.js";
 
-const STATUSES = new Set(["waiting", "active", "needs_input", "done", "error", "cancelled"]);
+const STATUSES = new Set(["waiting", "active", "needs_input", "done", "error", "cancelled", "unconfirmed"]);
 const SETTLED = new Set(["done", "error", "cancelled"]);
 export const RECENT_LIMIT = 8;
 
@@ -26,6 +28,7 @@ export function queueGroups(items) {
     .sort((a, b) => String(b.settledAt || b.queuedAt).localeCompare(String(a.settledAt || a.queuedAt)))
     .slice(0, RECENT_LIMIT);
   return {
+    unconfirmed: items.filter((i) => i.status === "unconfirmed"),
     running: items.filter((i) => i.status === "active"),
     needsInput: items.filter((i) => i.status === "needs_input"),
     waiting: items.filter((i) => i.status === "waiting"),
@@ -33,9 +36,9 @@ export function queueGroups(items) {
   };
 }
 
-/** The nav badge: items waiting or needing an answer. */
+/** The nav badge: items waiting, needing an answer or awaiting confirmation. */
 export function badgeCount(items) {
-  return items.filter((i) => i.status === "waiting" || i.status === "needs_input").length;
+  return items.filter((i) => ["waiting", "needs_input", "unconfirmed"].includes(i.status)).length;
 }
 
 /** `items` with waiting item `id` moved to waiting-list index `to` (clamped), other slots untouched. */
@@ -218,6 +221,24 @@ export function createQueuePanel(root, app) {
       h("div", { class: "q-actions" }, answer, watchButton(item)));
   }
 
+  /** An item this service did not accept itself: never run until confirmed here. */
+  function unconfirmedItem(item) {
+    const id = item.id;
+    const short = firstLine(item.task, 40);
+    return h("li", { class: "q-item unconfirmed", testid: "queue-item", "data-item-id": id, "data-status": "unconfirmed" },
+      h("div", { class: "q-main" },
+        taskText(item),
+        h("p", { class: "q-foreign", testid: "queue-foreign" },
+          "Not from this service: it came with the workspace or was changed outside the service. " +
+          "Read the task; it runs only once you confirm it."),
+        meta(item)),
+      h("div", { class: "q-actions" },
+        button("Confirm", "queue-confirm", () => act(() => app.api.post(`/api/queue/${seg(id)}/confirm`)),
+          { class: "btn small primary", "aria-label": `Confirm: ${short}`, "data-key": `${id}:confirm` }),
+        button("Remove", "queue-remove", () => act(() => app.api.del(`/api/queue/${seg(id)}`)),
+          { "aria-label": `Remove: ${short}`, "data-key": `${id}:rm` })));
+  }
+
   function runningItem(item) {
     return h("li", { class: "q-item running", testid: "queue-item", "data-item-id": item.id, "data-status": "active" },
       h("div", { class: "q-main" }, taskText(item), meta(item)),
@@ -258,6 +279,9 @@ export function createQueuePanel(root, app) {
     keepFocus(root, () => {
       body.replaceChildren(
         h("div", { class: "q-column" },
+          groups.unconfirmed.length
+            ? group("Not from this service", "queue-unconfirmed", groups.unconfirmed, unconfirmedItem, "")
+            : null,
           group("Running", "queue-running", groups.running, runningItem, "Nothing is running."),
           group("Needs your answer", "queue-needs-input", groups.needsInput, needsInputItem, "No parked questions."),
           group("Waiting", "queue-waiting", groups.waiting,
