@@ -8,6 +8,7 @@ it short), stop serving; exit 130 if a run was still active, 0 if idle.
 
 from __future__ import annotations
 
+import errno
 import json
 import signal
 import sys
@@ -33,6 +34,7 @@ from orchestrator.service.core import Service
 from orchestrator.service.errorpage import create_error_app
 from orchestrator.service.perimeter import Perimeter
 from orchestrator.service.perimeter_rules import is_loopback, policy_from_env
+from orchestrator.service.portcheck import bind_failure, busy_message, first_bind_error, holders, is_orchestrator
 from orchestrator.service.stream import stream_limits_from_env
 from orchestrator.service.token import NO_TOKEN_ENV, resolve_token
 
@@ -197,6 +199,12 @@ async def _wait_for_model(
     return found[0], int(binds[0].rsplit(":", 1)[1])
 
 
+async def _port_problem(host: str, port: int, error: OSError) -> str:
+    orchestrator = error.errno == errno.EADDRINUSE and await is_orchestrator(host, port)
+    found = holders(port) if error.errno == errno.EADDRINUSE else []
+    return busy_message(host, port, error, found, orchestrator)
+
+
 async def serve_main(
     *,
     workspace: Path,
@@ -209,7 +217,44 @@ async def serve_main(
     initial_task: str | None = None,
     no_token: bool = False,
 ) -> int:
-    """Serve until SIGINT/SIGTERM; the exit code says how it ended (0 idle, 130 busy, 2 bad config)."""
+    """Serve until SIGINT/SIGTERM; the exit code says how it ended (0 idle, 130 busy, 2 bad config or an
+    address that cannot be bound — checked first, and said in one line naming who holds the port)."""
+    taken = bind_failure(host, port)
+    if taken is not None:
+        print(f"orchestrator: {await _port_problem(host, port, taken)}", file=sys.stderr, flush=True)
+        return EXIT_CONFIG
+    try:
+        return await _serve_main(
+            workspace=workspace,
+            host=host,
+            port=port,
+            port_file=port_file,
+            guild=guild,
+            deployment=deployment,
+            env=env,
+            initial_task=initial_task,
+            no_token=no_token,
+        )
+    except (OSError, BaseExceptionGroup) as failure:  # taken between the check and the bind
+        error = first_bind_error(failure)
+        if error is None:
+            raise
+        print(f"orchestrator: {await _port_problem(host, port, error)}", file=sys.stderr, flush=True)
+        return EXIT_CONFIG
+
+
+async def _serve_main(
+    *,
+    workspace: Path,
+    host: str,
+    port: int,
+    port_file: Path | None,
+    guild: str | None,
+    deployment: str | None,
+    env: Mapping[str, str],
+    initial_task: str | None = None,
+    no_token: bool = False,
+) -> int:
     title = env.get("ORCHESTRATOR_TITLE") or DEFAULT_TITLE
     for line in bind_warnings(host):
         print(f"orchestrator: WARNING: {line}", file=sys.stderr)
