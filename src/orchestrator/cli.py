@@ -2,7 +2,9 @@
 ``bench``, ``sim-model``; ``orchestrator --version`` prints the package version.
 
 Exit codes: 0 success; 1 the run ended ``error`` / ``needs_clarification``; 2 invalid configuration or
-usage; 130 interrupted by a signal.
+usage (a port already in use included); 3 the configuration is valid but no model server answers at
+``model.apiBase`` (or it is still loading its model) — ``check`` says so even when the configured values
+would let a service boot, ``run`` and ``resume`` when the run needs the probe; 130 interrupted by a signal.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import trio
 
 from orchestrator import __version__
 from orchestrator.config import Settings, load_config, locate_config, probe_model, render_settings
+from orchestrator.config.probe import BOOTING, ModelNotReady, not_ready_headline
 from orchestrator.config.secrets import load_redactor
 from orchestrator.engine.human import AnswersFile, HumanBackend, Terminal, load_answers
 from orchestrator.engine.reconcile import reconcile_runs
@@ -39,7 +42,7 @@ from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_RUN_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_RUN_FAILED, EXIT_CONFIG, EXIT_UNREACHABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def _add_config_args(parser: argparse.ArgumentParser) -> None:
@@ -118,7 +121,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(workspace="demo-workspace")
     demo.add_argument("--once", action="store_true", help="run the demo task in the terminal instead of serving")
     demo.add_argument("task", nargs="?", default="Write a greeting into hello.txt and make sure it is there.")
-    check = commands.add_parser("check", help="print the resolved configuration, or what is wrong with it")
+    check = commands.add_parser(
+        "check",
+        help="print the resolved configuration, or what is wrong with it",
+        description="Print the resolved configuration (JSON, on stdout), or what is wrong with it (stderr).",
+        epilog="exit codes: 0 valid and the model server answers; 2 invalid (the problems are listed); 3 valid, "
+        "but no model server answers at model.apiBase (or it is still loading its model)",
+    )
     check.add_argument(
         "--workspace", metavar="DIR", default=".", help="workspace whose guild/ and deployment/ count (default .)"
     )
@@ -167,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             return trio.run(_serve, args, env)
         return trio.run(_run, args, env)
+    except ModelNotReady as exc:
+        _print_not_ready(exc.headline, [exc.status.message, *exc.problems], env)
+        return EXIT_UNREACHABLE
     except ConfigError as exc:
         _print_problems(exc, env)
         return EXIT_CONFIG
@@ -240,6 +252,14 @@ def _print_problems(exc: ConfigError, env: Mapping[str, str]) -> None:
         print(f"  - {problem}", file=sys.stderr)
 
 
+def _print_not_ready(headline: str, details: list[str], env: Mapping[str, str]) -> None:
+    """The cause first, in one line; what it leads to below it, in parentheses."""
+    redactor = load_redactor(env)
+    print(f"orchestrator: {redactor.redact_all([headline])[0]}", file=sys.stderr)
+    for detail in redactor.redact_all([d.removesuffix(BOOTING) for d in details]):
+        print(f"  ({detail})", file=sys.stderr)
+
+
 async def _settings(args: argparse.Namespace, env: Mapping[str, str], *, probe: bool = True) -> Settings:
     paths = locate_config(args.guild, args.deployment, env, Path(args.workspace).resolve())
     try:
@@ -258,6 +278,11 @@ async def _settings(args: argparse.Namespace, env: Mapping[str, str], *, probe: 
 async def _check(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     settings = await _settings(args, env, probe=not args.no_probe)
     print(json.dumps(render_settings(settings), indent=2))
+    status = settings.model_status
+    if status is not None and not status.reachable:  # valid, and bootable on the configured values, but
+        api_base = settings.redactor().redact_all([settings.deployment.model.api_base])[0]  # nothing answers
+        _print_not_ready(not_ready_headline(api_base, loading=status.loading), [status.message], env)
+        return EXIT_UNREACHABLE
     return EXIT_OK
 
 

@@ -141,3 +141,23 @@ async def test_a_malformed_answers_file_is_a_configuration_error(tmp_path: Path)
     answers.write_text("[1, 2]")
     done = await _orchestrator("run", *_config(tmp_path, "http://127.0.0.1:9/v1"), "--answers", str(answers), "go")
     assert done.returncode == 2 and b"--answers" in done.stderr
+
+
+async def test_check_with_no_model_server_says_so_and_exits_3_not_invalid(tmp_path: Path) -> None:
+    with trio.socket.socket() as sock:  # a port nothing listens on
+        await sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    api_base = f"http://127.0.0.1:{port}/v1"
+    # the README's step: the packaged Guild and deployment file (name and window left to the probe)
+    done = await _orchestrator("check", env={"ORCHESTRATOR_API_BASE": api_base}, cwd=tmp_path)
+    assert done.returncode == 3, done.stderr.decode()
+    said = [line for line in done.stderr.decode().splitlines() if "retrying" not in line]  # probe progress
+    first = next(line for line in said if not line.startswith(("orchestrator: Guild", "orchestrator: deployment")))
+    assert first.startswith(f"orchestrator: no model server answers at {api_base}; start one (docs/models.md)")
+    assert "ORCHESTRATOR_API_BASE" in first and "orchestrator demo" in first
+    assert "invalid" not in done.stderr.decode()
+    configured = await _orchestrator("check", *_config(tmp_path, api_base))  # name and window set: still 3
+    assert configured.returncode == 3 and b"no model server answers" in configured.stderr
+    assert json.loads(configured.stdout)["model"]["apiBase"] == api_base
+    helped = await _orchestrator("check", "--help")
+    assert b"3 valid" in helped.stdout

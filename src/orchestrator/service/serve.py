@@ -31,7 +31,7 @@ from orchestrator.lifecycle import wind_down_seconds
 from orchestrator.llm import timeouts_from_env
 from orchestrator.service.app import create_app
 from orchestrator.service.core import Service
-from orchestrator.service.errorpage import create_error_app
+from orchestrator.service.errorpage import Waiting, create_error_app
 from orchestrator.service.perimeter import Perimeter
 from orchestrator.service.perimeter_rules import is_loopback, policy_from_env
 from orchestrator.service.portcheck import bind_failure, busy_message, first_bind_error, holders, is_orchestrator
@@ -134,19 +134,20 @@ async def _wait_for_model(
     port: int,
     port_file: Path | None,
     env: Mapping[str, str],
+    sources: list[str],
+    token: str | None,
 ) -> tuple[Settings, int] | None:
-    """The model API could not be probed and the configuration needs it: serve the error page while
-    probing again with backoff. Returns the probed settings and the bound port once the model server
-    answers (the caller serves on that port), or ``None`` when a signal came first.
+    """The model API could not be probed and the configuration needs it: serve the waiting page (it
+    reloads itself) while probing again with backoff. Returns the probed settings and the bound port once
+    the model server answers (the caller serves on that port), or ``None`` when a signal came first.
+
+    The link printed carries the token, so the page's own reload lands signed in once the service is up.
     """
-    url = loaded.deployment.model.api_base
-    problems = [
-        *waiting.problems,
-        f"waiting for the model server at {url}: it is probed again every few seconds, and the service "
-        "starts by itself (reload this page) once it answers",
-    ]
-    for problem in problems:
-        _notice(f"not ready: {problem}")
+    problems = [waiting.status.message, *waiting.problems]
+    _notice(waiting.headline)
+    for problem in waiting.problems:
+        _notice(f"  ({problem})")
+    _notice("waiting: the service starts by itself once the model server answers")
     found: list[Settings] = []
     ready = trio.Event()
 
@@ -181,7 +182,8 @@ async def _wait_for_model(
             ready.set()
             return
 
-    app = create_error_app(problems, title)
+    shown = Waiting(api_base=waiting.api_base, loading=waiting.status.loading)  # already redacted
+    app = create_error_app(problems, title, sources=sources, waiting=shown)
     # like the configuration error page: Host/Origin checks and headers, no token (it shows no run data)
     app.asgi_app = Perimeter(app.asgi_app, policy_from_env(None, host, env), inline_styles=True)  # type: ignore[method-assign]
     async with trio.open_nursery() as nursery:
@@ -191,7 +193,7 @@ async def _wait_for_model(
             nursery.cancel_scope.cancel()
 
         binds: list[str] = await nursery.start(serving)
-        _announce(binds, port_file)
+        _announce(binds, port_file, token)
         nursery.start_soon(probe_again)
     if not found:
         return None
@@ -279,19 +281,23 @@ async def _serve_main(
             try:
                 settings = await probe_model(loaded, on_notice=_notice)
             except ModelNotReady as waiting:
-                ready = await _wait_for_model(loaded, waiting, signals, title, host, port, port_file, env)
+                sources = load_redactor(env, workspace=workspace).redact_all(paths.notes())
+                ready = await _wait_for_model(
+                    loaded, waiting, signals, title, host, port, port_file, env, sources, token
+                )
                 if ready is None:
                     return EXIT_CONFIG
                 settings, port = ready
         except ConfigError as exc:
             redactor = load_redactor(env, workspace=workspace)  # a key pasted into a wrong variable stays hidden
-            for note in redactor.redact_all(paths.notes()):
+            sources = redactor.redact_all(paths.notes())
+            for note in sources:
                 print(f"orchestrator: {note}", file=sys.stderr)
             problems = redactor.redact_all(exc.problems)
             for problem in problems:
                 print(f"orchestrator: invalid configuration: {problem}", file=sys.stderr)
             # the error page takes no action and shows no run data: Host/Origin checks and headers, no token
-            app = create_error_app(problems, title)
+            app = create_error_app(problems, title, sources=sources)
             app.asgi_app = Perimeter(app.asgi_app, policy_from_env(None, host, env), inline_styles=True)  # type: ignore[method-assign]
             async with trio.open_nursery() as nursery:
                 trigger = signals.__anext__
