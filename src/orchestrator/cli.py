@@ -37,6 +37,7 @@ from orchestrator.engine.runner import (
 from orchestrator.errors import ConfigError
 from orchestrator.lifecycle import WindDown, run_with_wind_down, wind_down_seconds
 from orchestrator.llm import timeouts_from_env
+from orchestrator.mcpclient import check_mcp_servers
 from orchestrator.projectsettings import read_project_settings, resolve_effort, resolve_log_level
 from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS
 
@@ -132,7 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--workspace", metavar="DIR", default=".", help="workspace whose guild/ and deployment/ count (default .)"
     )
     _add_config_args(check)
-    check.add_argument("--no-probe", action="store_true", help="do not ask the model endpoint")
+    check.add_argument(
+        "--no-probe", action="store_true", help="do not ask the model endpoint, nor start the MCP servers"
+    )
     init = commands.add_parser("init", help="copy the packaged Guild and deployment file into a workspace to edit")
     init.add_argument("directory", nargs="?", default=".", metavar="DIR", help="the workspace (default .)")
     init.add_argument("--force", action="store_true", help="replace existing copies (each old one is kept aside)")
@@ -277,6 +280,10 @@ async def _settings(args: argparse.Namespace, env: Mapping[str, str], *, probe: 
 
 async def _check(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     settings = await _settings(args, env, probe=not args.no_probe)
+    if not args.no_probe:  # start each declared MCP server once: a run would meet these at its start
+        problems = await check_mcp_servers(settings)
+        if problems:
+            raise ConfigError(problems)
     print(json.dumps(render_settings(settings), indent=2))
     status = settings.model_status
     if status is not None and not status.reachable:  # valid, and bootable on the configured values, but

@@ -161,3 +161,39 @@ async def test_check_with_no_model_server_says_so_and_exits_3_not_invalid(tmp_pa
     assert json.loads(configured.stdout)["model"]["apiBase"] == api_base
     helped = await _orchestrator("check", "--help")
     assert b"3 valid" in helped.stdout
+
+
+def _with_servers(path: Path, api_base: str, servers: dict) -> Path:
+    write_deployment(path, api_base)
+    document = json.loads(path.read_text())
+    document["mcpServers"] = servers
+    path.write_text(json.dumps(document))
+    return path
+
+
+async def test_check_starts_each_mcp_server_and_names_a_misspelled_command_and_a_missing_tool(
+    tmp_path: Path, sim_for
+) -> None:
+    fixture = str(REPO / "tests" / "mcpclient" / "fixture_server.py")
+    servers = {
+        "files": {"command": "npxx", "args": ["-y", "some-mcp-server"]},  # misspelled: no such command
+        "fx": {"command": sys.executable, "args": [fixture]},
+    }
+    roles = {"lead": ["agent", "finish", "mcp:files/*", "mcp:fx/echoo"], "leaf": ["finish"]}
+    guild = write_guild(tmp_path / "guild", roles)
+    async with sim_for({"turns": []}) as sim:
+        deployment = _with_servers(tmp_path / "deployment.json", sim.base_url, servers)
+        config = ["--guild", str(guild), "--deployment", str(deployment)]
+        done = await _orchestrator("check", *config)
+        skipped = await _orchestrator("check", *config, "--no-probe")
+        fixed = {**servers, "files": {"command": sys.executable, "args": [fixture]}}
+        _with_servers(deployment, sim.base_url, fixed)
+        wrong_tool = await _orchestrator("check", *config)
+    assert done.returncode == 2, done.stderr.decode()
+    said = done.stderr.decode()
+    assert "invalid configuration" in said and "Traceback" not in said
+    assert "MCP server 'files' could not be started" in said and "(used by role `lead`)" in said
+    assert skipped.returncode == 0, skipped.stderr.decode()  # --no-probe starts nothing
+    assert wrong_tool.returncode == 2
+    said = wrong_tool.stderr.decode()
+    assert "role `lead` lists `mcp:fx/echoo`" in said and "`fx` does not offer a tool `echoo`" in said

@@ -199,8 +199,9 @@ async def _drive(
 
 
 def _config_error_card(problems: list[str]) -> ResultCard:
-    message = "the run could not start its MCP tool servers: " + "; ".join(problems)
-    return ResultCard(status="error", summary=message, error=CardError(kind="unavailable", message=message))
+    """The problems once, in the error (the summary only says what kind of failure it is)."""
+    summary = "the run could not start its MCP tool servers"
+    return ResultCard(status="error", summary=summary, error=CardError(kind="unavailable", message="; ".join(problems)))
 
 
 def _question(card: ResultCard, state: RunState) -> str | None:

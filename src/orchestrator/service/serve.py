@@ -29,6 +29,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.fsutil import atomic_write
 from orchestrator.lifecycle import wind_down_seconds
 from orchestrator.llm import timeouts_from_env
+from orchestrator.mcpclient import check_mcp_servers
 from orchestrator.service.app import create_app
 from orchestrator.service.core import Service
 from orchestrator.service.errorpage import Waiting, create_error_app
@@ -288,6 +289,9 @@ async def _serve_main(
                 if ready is None:
                     return EXIT_CONFIG
                 settings, port = ready
+            mcp_problems = await check_mcp_servers(settings)  # each declared server started once, now
+            if mcp_problems:
+                raise ConfigError(mcp_problems)
         except ConfigError as exc:
             redactor = load_redactor(env, workspace=workspace)  # a key pasted into a wrong variable stays hidden
             sources = redactor.redact_all(paths.notes())
