@@ -6,7 +6,11 @@ before it can show the server's tools. Over stdio the official client spawns the
 child is spawned with ``--transport http --port 0``, its listening line is awaited and the client connects.
 Each start is a fresh process on a fresh workspace. Side by side in the same rounds (order alternating):
 
-- ``orchestrator mcp`` (stdio and HTTP), this tree;
+- ``orchestrator mcp (stdio)``: this tree, its first answers recorded by an earlier start (the usual case:
+  ``workflow/firstanswer.py`` answers ``initialize`` and ``tools/list`` while the SDK imports);
+- ``orchestrator mcp (stdio, cold)``: the same with the record removed before each start (the first start
+  after an install or an upgrade: served by the SDK, which records the answers);
+- ``orchestrator mcp (http)``: ``--transport http`` (no record: the HTTP wire waits for the imports);
 - ``bare SDK server`` (stdio): a one-tool server on the same official SDK, the floor any Python MCP server
   on this machine pays (interpreter, the SDK's imports, the handshake).
 
@@ -52,10 +56,17 @@ server.run("stdio")
 
 
 def _env(work: Path) -> dict[str, str]:
+    """A fresh workspace and key folder; the install folder (the record of the first answers) is shared."""
     workspace = work / "ws"
     workspace.mkdir(parents=True, exist_ok=True)
     return {**os.environ, "PYTHONPATH": str(REPO / "src"), "WORKFLOW_DIR": str(REPO / "workflows"),
-            "WORKFLOW_SERVER_KEY_DIR": str(work / "key")}
+            "WORKFLOW_SERVER_KEY_DIR": str(work / "key"), "WORKFLOW_SERVER_INSTALL_DIR": str(work.parent / "install")}
+
+
+async def start_cold(work: Path) -> float:
+    (work.parent / "install" / "cache" / "first-answers.json").unlink(missing_ok=True)
+    took = await start_stdio(["-m", "orchestrator", "mcp"], work)
+    return took
 
 
 async def _first_answer(read, write) -> int:  # type: ignore[no-untyped-def]
@@ -104,6 +115,7 @@ async def _bench(rounds: int) -> int:
         bare.write_text(BARE)
         contenders = {
             "orchestrator mcp (stdio)": lambda w: start_stdio(["-m", "orchestrator", "mcp"], w),
+            "orchestrator mcp (stdio, cold)": start_cold,
             "orchestrator mcp (http)": start_http,
             "bare SDK server (stdio)": lambda w: start_stdio([str(bare)], w),
         }
@@ -112,18 +124,21 @@ async def _bench(rounds: int) -> int:
             for i, start in enumerate(contenders.values()):
                 await start(root / f"warm-{warm}-{i}")
         for r in range(rounds):
-            order = list(contenders.items())
-            for name, start in order if r % 2 == 0 else reversed(order):
-                times[name].append(await start(root / f"r{r}-{len(times[name])}-{name[:5]}"))
+            order = list(enumerate(contenders.items()))
+            for i, (name, start) in order if r % 2 == 0 else reversed(order):
+                times[name].append(await start(root / f"r{r}-{i}"))
     medians = {name: statistics.median(values) for name, values in times.items()}
     for name, values in times.items():
-        print(f"{name:<28} median {medians[name]:.3f} s   best {min(values):.3f} s   ({len(values)} starts)")
+        print(f"{name:<32} median {medians[name]:.3f} s   best {min(values):.3f} s   ({len(values)} starts)")
     bare_median = medians["bare SDK server (stdio)"]
     for transport in ("stdio", "http"):
         ours = medians[f"orchestrator mcp ({transport})"]
         print(f"{transport}: orchestrator mcp / reference ({REFERENCE[transport]:.2f} s published) ratio: "
               f"{ours / REFERENCE[transport]:.2f}x (goal <= 1.0x)")
-    print(f"stdio: orchestrator mcp / bare SDK server ratio: {medians['orchestrator mcp (stdio)'] / bare_median:.2f}x")
+    cold = medians["orchestrator mcp (stdio, cold)"]
+    print(f"stdio, cold (first start after an install): / reference ratio: {cold / REFERENCE['stdio']:.2f}x")
+    for name in ("orchestrator mcp (stdio)", "orchestrator mcp (stdio, cold)"):
+        print(f"{name} / bare SDK server (side by side) ratio: {medians[name] / bare_median:.2f}x")
     return 0
 
 

@@ -60,6 +60,10 @@ def run_mcp(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             file=sys.stderr,
             flush=True,
         )
+    if settings.transport == "stdio" and env.get("WORKFLOW_SERVER_FAST_START", "1").strip() != "0":
+        from orchestrator.workflow.firstanswer import serve_stdio_fast
+
+        return serve_stdio_fast(settings, env)
     from orchestrator.workflow.launch import serve_main
 
     return serve_main(settings, env, hard_exit=True)
