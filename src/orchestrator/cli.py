@@ -13,7 +13,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import msgspec
@@ -44,6 +44,9 @@ from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS
 __all__ = ["main"]
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_CONFIG, EXIT_UNREACHABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+#: How a caller (the demo) rewrites the start-up notes before they are printed.
+NotesView = Callable[[list[str]], list[str]]
 
 
 def _add_config_args(parser: argparse.ArgumentParser) -> None:
@@ -263,7 +266,9 @@ def _print_not_ready(headline: str, details: list[str], env: Mapping[str, str]) 
         print(f"  ({detail})", file=sys.stderr)
 
 
-async def _settings(args: argparse.Namespace, env: Mapping[str, str], *, probe: bool = True) -> Settings:
+async def _settings(
+    args: argparse.Namespace, env: Mapping[str, str], *, probe: bool = True, shown_notes: NotesView | None = None
+) -> Settings:
     paths = locate_config(args.guild, args.deployment, env, Path(args.workspace).resolve())
     try:
         settings = load_config(paths, env)
@@ -273,7 +278,7 @@ async def _settings(args: argparse.Namespace, env: Mapping[str, str], *, probe: 
         for note in load_redactor(env).redact_all(paths.notes()):  # where each file came from, also on failure
             print(f"orchestrator: {note}", file=sys.stderr)
         raise
-    for note in settings.notes:
+    for note in shown_notes(settings.notes) if shown_notes is not None else settings.notes:
         print(f"orchestrator: {note}", file=sys.stderr)
     return settings
 
@@ -381,7 +386,12 @@ def _print_outcome(outcome: RunOutcome, as_json: bool) -> None:
     print(f"  log: {outcome.run_dir / 'log.jsonl'}")
 
 
-async def _serve(args: argparse.Namespace, env: Mapping[str, str], initial_task: str | None = None) -> int:
+async def _serve(
+    args: argparse.Namespace,
+    env: Mapping[str, str],
+    initial_task: str | None = None,
+    shown_notes: NotesView | None = None,
+) -> int:
     from orchestrator.service.serve import serve_main
 
     return await serve_main(
@@ -394,6 +404,7 @@ async def _serve(args: argparse.Namespace, env: Mapping[str, str], initial_task:
         env=env,
         initial_task=initial_task,
         no_token=args.no_token,
+        shown_notes=shown_notes,
     )
 
 

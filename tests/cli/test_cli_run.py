@@ -114,6 +114,19 @@ async def test_demo_runs_out_of_the_box_on_the_built_in_sim(tmp_path: Path) -> N
     assert json.loads(done.stdout)["status"] == "success"
     assert (tmp_path / "ws" / "hello.txt").read_text().startswith("Hello from the Adaptive Orchestrator demo")
     assert b"coder-1-3" in done.stderr
+    notes = done.stderr.decode()
+    assert "ORCHESTRATOR_API_BASE overrides" not in notes and "model API key: not set" not in notes
+    assert "model: the demo's built-in simulated model at http://127.0.0.1:" in notes
+
+
+async def test_demo_narration_keeps_one_line_per_role_for_a_multi_line_task(tmp_path: Path) -> None:
+    task = "Write a greeting into hello.txt\nand make sure it is there."
+    done = await _orchestrator("demo", "--once", "--workspace", str(tmp_path / "ws"), task)
+    assert done.returncode == 0, done.stderr.decode()
+    lines = done.stderr.decode().splitlines()
+    assert "▶ orchestrator-0-1 starts: Write a greeting into hello.txt …" in lines
+    assert not any(line.startswith("and make sure it is there.") for line in lines)
+    assert b"run run-" in done.stdout  # the card on stdout, the narration and notes on stderr
 
 
 async def test_ask_human_is_answered_from_an_answers_file(tmp_path: Path, sim_for) -> None:

@@ -12,7 +12,7 @@ import errno
 import json
 import signal
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from functools import partial
 from importlib import resources
 from pathlib import Path
@@ -111,8 +111,9 @@ def replay_link(link: str, run_id: str) -> str:
 
 
 def _announce(binds: list[str], port_file: Path | None, token: str | None = None) -> None:
-    print(f"orchestrator: serving on {binds[0]} — Ctrl-C stops", file=sys.stderr)
-    print(f"orchestrator: open {open_link(binds[0], token)}", file=sys.stderr, flush=True)
+    """The address lines go to stdout (what to open; a script can read them), the notes to stderr."""
+    print(f"orchestrator: serving on {binds[0]} — Ctrl-C stops", flush=True)
+    print(f"orchestrator: open {open_link(binds[0], token)}", flush=True)
     if port_file is not None:
         port = binds[0].rsplit(":", 1)[1]
         atomic_write(port_file, port.encode(), durable=False)
@@ -219,6 +220,7 @@ async def serve_main(
     env: Mapping[str, str],
     initial_task: str | None = None,
     no_token: bool = False,
+    shown_notes: Callable[[list[str]], list[str]] | None = None,
 ) -> int:
     """Serve until SIGINT/SIGTERM; the exit code says how it ended (0 idle, 130 busy, 2 bad config or an
     address that cannot be bound — checked first, and said in one line naming who holds the port)."""
@@ -237,6 +239,7 @@ async def serve_main(
             env=env,
             initial_task=initial_task,
             no_token=no_token,
+            shown_notes=shown_notes,
         )
     except (OSError, BaseExceptionGroup) as failure:  # taken between the check and the bind
         error = first_bind_error(failure)
@@ -257,6 +260,7 @@ async def _serve_main(
     env: Mapping[str, str],
     initial_task: str | None = None,
     no_token: bool = False,
+    shown_notes: Callable[[list[str]], list[str]] | None = None,
 ) -> int:
     title = env.get("ORCHESTRATOR_TITLE") or DEFAULT_TITLE
     for line in bind_warnings(host):
@@ -309,7 +313,7 @@ async def _serve_main(
                     await nursery.start(partial(serve, app, _config(host, port), shutdown_trigger=trigger)), port_file
                 )
             return EXIT_CONFIG
-        for note in settings.notes:
+        for note in shown_notes(settings.notes) if shown_notes is not None else settings.notes:
             print(f"orchestrator: {note}", file=sys.stderr)
         service = Service(settings, workspace, timeouts=timeouts, title=title, build=build_info())
         app = create_app(service, policy_from_env(token, host, env), limits)
@@ -343,5 +347,5 @@ async def _serve_main(
                 run_id = await service.submit_initial(initial_task)
                 if run_id is not None:  # the demo opens on its run's replay, not on an empty form
                     link = replay_link(open_link(binds[0], token), run_id)
-                    print(f"orchestrator: watch the demo run {run_id}: open {link}", file=sys.stderr, flush=True)
+                    print(f"orchestrator: watch the demo run {run_id}: open {link}", flush=True)
         return EXIT_BUSY if busy else EXIT_OK
