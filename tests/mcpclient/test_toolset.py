@@ -96,7 +96,7 @@ async def test_a_role_calls_a_streamable_http_server_with_a_secret_header(tmp_pa
 async def test_a_listed_tool_the_server_does_not_offer_stops_the_run_naming_both(tmp_path: Path, sim_for) -> None:
     async with sim_for({"turns": [turn("lead", finish("never"))]}) as sim:
         settings = mcp_settings(tmp_path, sim.base_url, {"lead": ["finish", "mcp:fx/nope"]}, {"fx": stdio_server()})
-        outcome, _ = await run_task(settings, tmp_path)
+        outcome, events = await run_task(settings, tmp_path)
         requests = await sim.responses_requests()
     assert outcome.card.status == "error" and outcome.card.error is not None
     assert outcome.card.error.kind == "unavailable"  # one of the closed card error kinds
@@ -105,6 +105,15 @@ async def test_a_listed_tool_the_server_does_not_offer_stops_the_run_naming_both
     assert "`fx` does not offer a tool `nope`" in message and "role `lead`" in message
     assert "echo" in message  # what it does offer
     assert requests == []
+    # the log says it too: the entry role started and ended on that card, so the run's views count it
+    (finished,) = of_type(events, "role_finished")
+    assert finished["status"] == "error" and finished["error"]["message"] == message
+    from orchestrator.flow.search import SearchState, index_event, landmarks
+
+    state = SearchState()
+    for raw in (outcome.run_dir / "log.jsonl").read_text().splitlines():
+        index_event(state, json.loads(raw))
+    assert [mark.category for mark in landmarks(state)] == ["fail"]  # one problem, as the navigator counts
 
 
 async def test_a_server_that_cannot_start_stops_the_run_before_the_model_is_called(tmp_path: Path, sim_for) -> None:
