@@ -59,8 +59,13 @@ def _env(work: Path) -> dict[str, str]:
     """A fresh workspace and key folder; the install folder (the record of the first answers) is shared."""
     workspace = work / "ws"
     workspace.mkdir(parents=True, exist_ok=True)
-    return {**os.environ, "PYTHONPATH": str(REPO / "src"), "WORKFLOW_DIR": str(REPO / "workflows"),
-            "WORKFLOW_SERVER_KEY_DIR": str(work / "key"), "WORKFLOW_SERVER_INSTALL_DIR": str(work.parent / "install")}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "src"),
+        "WORKFLOW_DIR": str(REPO / "workflows"),
+        "WORKFLOW_SERVER_KEY_DIR": str(work / "key"),
+        "WORKFLOW_SERVER_INSTALL_DIR": str(work.parent / "install"),
+    }
 
 
 async def start_cold(work: Path) -> float:
@@ -133,8 +138,10 @@ async def _bench(rounds: int) -> int:
     bare_median = medians["bare SDK server (stdio)"]
     for transport in ("stdio", "http"):
         ours = medians[f"orchestrator mcp ({transport})"]
-        print(f"{transport}: orchestrator mcp / reference ({REFERENCE[transport]:.2f} s published) ratio: "
-              f"{ours / REFERENCE[transport]:.2f}x (goal <= 1.0x)")
+        print(
+            f"{transport}: orchestrator mcp / reference ({REFERENCE[transport]:.2f} s published) ratio: "
+            f"{ours / REFERENCE[transport]:.2f}x (goal <= 1.0x)"
+        )
     cold = medians["orchestrator mcp (stdio, cold)"]
     print(f"stdio, cold (first start after an install): / reference ratio: {cold / REFERENCE['stdio']:.2f}x")
     for name in ("orchestrator mcp (stdio)", "orchestrator mcp (stdio, cold)"):

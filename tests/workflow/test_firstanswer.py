@@ -23,13 +23,20 @@ from orchestrator.workflow.firstanswer import FirstAnswers, Recorder, front
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "PYTHONPATH": str(REPO / "src"),
-            "WORKFLOW_DIR": str(REPO / "workflows"), "WORKFLOW_SERVER_KEY_DIR": str(home / "keys"), **extra}
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "PYTHONPATH": str(REPO / "src"),
+        "WORKFLOW_DIR": str(REPO / "workflows"),
+        "WORKFLOW_SERVER_KEY_DIR": str(home / "keys"),
+        **extra,
+    }
 
 
 async def _session(home: Path, project: Path, **extra: str) -> dict[str, Any]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "orchestrator", "mcp"],
-                                   env=_env(home, **extra), cwd=str(project))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "orchestrator", "mcp"], env=_env(home, **extra), cwd=str(project)
+    )
     with (home / "stderr.log").open("a") as err:
         async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
             init = await session.initialize()
@@ -83,8 +90,11 @@ def test_the_front_answers_initialize_and_tools_then_hands_the_rest_over() -> No
         {"jsonrpc": "2.0", "id": 2, "result": {"tools": [{"name": "t"}]}},
     ]
     replay = bytes(kept.replay).splitlines()
-    assert [json.loads(line).get("method") for line in replay[:3]] == ["initialize", "notifications/initialized",
-                                                                        "tools/call"]
+    assert [json.loads(line).get("method") for line in replay[:3]] == [
+        "initialize",
+        "notifications/initialized",
+        "tools/call",
+    ]
     assert replay[3] == b'{"jsonrpc": "2.0", "id": 4' and kept.initialize_id == 1
     for fd in (*client_to_server, *server_out, *wake):
         os.close(fd)
@@ -92,8 +102,10 @@ def test_the_front_answers_initialize_and_tools_then_hands_the_rest_over() -> No
 
 def test_another_protocol_version_is_left_to_the_sdk() -> None:
     pipe_in, pipe_out, wake = os.pipe(), os.pipe(), os.pipe()
-    os.write(pipe_in[1], _line({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                                "params": {"protocolVersion": "2024-11-05"}}))
+    os.write(
+        pipe_in[1],
+        _line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2024-11-05"}}),
+    )
     kept = front(_answers(), threading.Event(), wake[0], pipe_in[0], pipe_out[1])
     assert kept.initialize_id is None and b"2024-11-05" in kept.replay
     for fd in (*pipe_in, *pipe_out, *wake):
@@ -105,8 +117,9 @@ def test_the_recorder_drops_the_replayed_initialize_answer_once_and_records_a_mi
     answer = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}})
     assert dropping.outgoing(answer) is None and dropping.outgoing(answer) == answer
     recording = Recorder(tmp_path / "b.json", "k")
-    recording.incoming(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "initialize",
-                                   "params": {"protocolVersion": "v1"}}))
+    recording.incoming(
+        json.dumps({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {"protocolVersion": "v1"}})
+    )
     recording.incoming(json.dumps({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}))
     recording.outgoing(json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"serverInfo": {"name": "s"}}}))
     recording.outgoing(json.dumps({"jsonrpc": "2.0", "id": 8, "result": {"tools": []}}))
