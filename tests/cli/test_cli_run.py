@@ -174,6 +174,9 @@ async def test_check_with_no_model_server_says_so_and_exits_3_not_invalid(tmp_pa
     assert json.loads(configured.stdout)["model"]["apiBase"] == api_base
     helped = await _orchestrator("check", "--help")
     assert b"3 valid" in helped.stdout
+    (tmp_path / "empty").mkdir()
+    ran = await _orchestrator("run", "go", env={"ORCHESTRATOR_API_BASE": api_base}, cwd=tmp_path / "empty")
+    assert ran.returncode == 3 and b"no model server answers at" in ran.stderr  # run needs the probe too
 
 
 def _with_servers(path: Path, api_base: str, servers: dict) -> Path:
