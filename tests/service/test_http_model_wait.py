@@ -50,6 +50,7 @@ async def test_serve_without_model_fields_waits_on_the_error_page_then_starts(tm
         assert f"No model server answers at <code>{api_base}</code>" in page.text
         assert '<meta http-equiv="refresh" content="5">' in page.text  # it waits and reloads by itself
         assert "restart the service" not in page.text and "docs/models.md" in page.text
+        assert "booting on the configured values" not in page.text
         assert "deployment file: " + str(deployment) in page.text  # the file in use, not a generic name
         body = (await server.get("/api/config")).json()
         assert body["error"] == "model_not_ready"

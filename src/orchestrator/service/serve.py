@@ -23,7 +23,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 from orchestrator.config import Settings, load_config, locate_config, probe_model
-from orchestrator.config.probe import ModelNotReady
+from orchestrator.config.probe import BOOTING, ModelNotReady
 from orchestrator.config.secrets import load_redactor
 from orchestrator.errors import ConfigError
 from orchestrator.fsutil import atomic_write
@@ -145,7 +145,7 @@ async def _wait_for_model(
 
     The link printed carries the token, so the page's own reload lands signed in once the service is up.
     """
-    problems = [waiting.status.message, *waiting.problems]
+    problems = [waiting.status.message.removesuffix(BOOTING), *waiting.problems]  # it does not boot: it waits
     _notice(waiting.headline)
     for problem in waiting.problems:
         _notice(f"  ({problem})")
