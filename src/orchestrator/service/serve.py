@@ -293,6 +293,9 @@ async def _serve_main(
                 if ready is None:
                     return EXIT_CONFIG
                 settings, port = ready
+            if settings.deployment.mcp_servers:
+                names = ", ".join(settings.deployment.mcp_servers)
+                _notice(f"starting each MCP server once to list its tools: {names}")
             mcp_problems = await check_mcp_servers(settings)  # each declared server started once, now
             if mcp_problems:
                 raise ConfigError(mcp_problems)
