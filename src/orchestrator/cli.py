@@ -2,7 +2,9 @@
 ``mcp``, ``bench``, ``sim-model``; ``orchestrator --version`` prints the package version.
 
 Exit codes: 0 success; 1 the run ended ``error`` / ``needs_clarification``; 2 invalid configuration or
-usage; 130 interrupted by a signal.
+usage (a port already in use included); 3 the configuration is valid but no model server answers at
+``model.apiBase`` (or it is still loading its model) — ``check`` says so even when the configured values
+would let a service boot, ``run`` and ``resume`` when the run needs the probe; 130 interrupted by a signal.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import msgspec
@@ -19,6 +21,7 @@ import trio
 
 from orchestrator import __version__
 from orchestrator.config import Settings, load_config, locate_config, probe_model, render_settings
+from orchestrator.config.probe import BOOTING, ModelNotReady, not_ready_headline
 from orchestrator.config.secrets import load_redactor
 from orchestrator.config.settings import ConfigPaths
 from orchestrator.config.trust import TrustReport, apply_trust
@@ -36,12 +39,16 @@ from orchestrator.engine.runner import (
 from orchestrator.errors import ConfigError
 from orchestrator.lifecycle import WindDown, run_with_wind_down, wind_down_seconds
 from orchestrator.llm import timeouts_from_env
+from orchestrator.mcpclient import check_mcp_servers
 from orchestrator.projectsettings import read_project_settings, resolve_effort, resolve_log_level
 from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_RUN_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_RUN_FAILED, EXIT_CONFIG, EXIT_UNREACHABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+#: How a caller (the demo) rewrites the start-up notes before they are printed.
+NotesView = Callable[[list[str]], list[str]]
 
 
 def _add_config_args(parser: argparse.ArgumentParser) -> None:
@@ -120,12 +127,20 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(workspace="demo-workspace")
     demo.add_argument("--once", action="store_true", help="run the demo task in the terminal instead of serving")
     demo.add_argument("task", nargs="?", default="Write a greeting into hello.txt and make sure it is there.")
-    check = commands.add_parser("check", help="print the resolved configuration, or what is wrong with it")
+    check = commands.add_parser(
+        "check",
+        help="print the resolved configuration, or what is wrong with it",
+        description="Print the resolved configuration (JSON, on stdout), or what is wrong with it (stderr).",
+        epilog="exit codes: 0 valid and the model server answers; 2 invalid (the problems are listed); 3 valid, "
+        "but no model server answers at model.apiBase (or it is still loading its model)",
+    )
     check.add_argument(
         "--workspace", metavar="DIR", default=".", help="workspace whose guild/ and deployment/ count (default .)"
     )
     _add_config_args(check)
-    check.add_argument("--no-probe", action="store_true", help="do not ask the model endpoint")
+    check.add_argument(
+        "--no-probe", action="store_true", help="do not ask the model endpoint, nor start the MCP servers"
+    )
     init = commands.add_parser("init", help="copy the packaged Guild and deployment file into a workspace to edit")
     init.add_argument("directory", nargs="?", default=".", metavar="DIR", help="the workspace (default .)")
     init.add_argument("--force", action="store_true", help="replace existing copies (each old one is kept aside)")
@@ -175,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             return trio.run(_serve, args, env)
         return trio.run(_run, args, env)
+    except ModelNotReady as exc:
+        _print_not_ready(exc.headline, [exc.status.message, *exc.problems], env)
+        return EXIT_UNREACHABLE
     except ConfigError as exc:
         _print_problems(exc, env)
         return EXIT_CONFIG
@@ -291,7 +309,17 @@ def _print_problems(exc: ConfigError, env: Mapping[str, str]) -> None:
         print(f"  - {problem}", file=sys.stderr)
 
 
-async def _settings(args: argparse.Namespace, env: Mapping[str, str], *, probe: bool = True) -> Settings:
+def _print_not_ready(headline: str, details: list[str], env: Mapping[str, str]) -> None:
+    """The cause first, in one line; what it leads to below it, in parentheses."""
+    redactor = load_redactor(env)
+    print(f"orchestrator: {redactor.redact_all([headline])[0]}", file=sys.stderr)
+    for detail in redactor.redact_all([d.removesuffix(BOOTING) for d in details]):
+        print(f"  ({detail})", file=sys.stderr)
+
+
+async def _settings(
+    args: argparse.Namespace, env: Mapping[str, str], *, probe: bool = True, shown_notes: NotesView | None = None
+) -> Settings:
     paths, _ = _located(args, env)
     try:
         settings = load_config(paths, env)
@@ -301,17 +329,26 @@ async def _settings(args: argparse.Namespace, env: Mapping[str, str], *, probe: 
         for note in load_redactor(env).redact_all(paths.notes()):  # where each file came from, also on failure
             print(f"orchestrator: {note}", file=sys.stderr)
         raise
-    for note in settings.notes:
+    for note in shown_notes(settings.notes) if shown_notes is not None else settings.notes:
         print(f"orchestrator: {note}", file=sys.stderr)
     return settings
 
 
 async def _check(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     settings = await _settings(args, env, probe=not args.no_probe)
+    if not args.no_probe:  # start each declared MCP server once: a run would meet these at its start
+        problems = await check_mcp_servers(settings)
+        if problems:
+            raise ConfigError(problems)
     _, trust = apply_trust(
         locate_config(args.guild, args.deployment, env, Path(args.workspace).resolve()), Path(args.workspace), env
     )
     print(json.dumps({**render_settings(settings), "trust": msgspec.to_builtins(trust)}, indent=2))
+    status = settings.model_status
+    if status is not None and not status.reachable:  # valid, and bootable on the configured values, but
+        api_base = settings.redactor().redact_all([settings.deployment.model.api_base])[0]  # nothing answers
+        _print_not_ready(not_ready_headline(api_base, loading=status.loading), [status.message], env)
+        return EXIT_UNREACHABLE
     return EXIT_OK
 
 
@@ -403,7 +440,12 @@ def _print_outcome(outcome: RunOutcome, as_json: bool) -> None:
     print(f"  log: {outcome.run_dir / 'log.jsonl'}")
 
 
-async def _serve(args: argparse.Namespace, env: Mapping[str, str], initial_task: str | None = None) -> int:
+async def _serve(
+    args: argparse.Namespace,
+    env: Mapping[str, str],
+    initial_task: str | None = None,
+    shown_notes: NotesView | None = None,
+) -> int:
     from orchestrator.service.serve import serve_main
 
     return await serve_main(
@@ -416,6 +458,7 @@ async def _serve(args: argparse.Namespace, env: Mapping[str, str], initial_task:
         env=env,
         initial_task=initial_task,
         no_token=args.no_token,
+        shown_notes=shown_notes,
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,40 @@ from orchestrator.llm import timeouts_from_env
 from orchestrator.runlog.events import RoleFinished, RoleStart, RunEvent, ToolCallEvent
 from orchestrator.sim import load_script, serve_sim
 
-__all__ = ["run_demo", "serve_demo"]
+__all__ = ["demo_notes", "one_line", "run_demo", "serve_demo"]
 
 
 def _script_bytes() -> bytes:
     return resources.files("orchestrator.sim").joinpath("scripts/demo.json").read_bytes()
+
+
+#: The start-up note the demo's own model address produces, and the one a sim never needs.
+_API_BASE_NOTE = "ORCHESTRATOR_API_BASE overrides model.apiBase"
+_NO_KEY_NOTE = "model API key: not set"
+
+
+def demo_notes(notes: list[str], sim_url: str) -> list[str]:
+    """The start-up notes as the demo shows them: the model is the demo's own simulated one (not an override
+    the user made), and the sim needs no API key."""
+    shown: list[str] = []
+    for note in notes:
+        if note.startswith(_API_BASE_NOTE):
+            shown.append(f"model: the demo's built-in simulated model at {sim_url} (model.apiBase is not used)")
+        elif note != _NO_KEY_NOTE:
+            shown.append(note)
+    return shown
+
+
+def one_line(text: str | None, limit: int = 90) -> str:
+    """``text``'s first non-empty line cut to ``limit`` characters; `` …`` marks a cut or further lines, so a
+    multi-line task or summary keeps the narrated role tree one line per node."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    head = lines[0]
+    if len(head) > limit:
+        return head[: limit - 1].rstrip() + "…"
+    return head + (" …" if len(lines) > 1 else "")
 
 
 class _Narrator:
@@ -43,15 +73,15 @@ class _Narrator:
         if isinstance(event, RoleStart):
             self._end_stream()
             p = event.payload
-            print(f"{'  ' * p.depth}▶ {p.role_id} starts: {p.task[:90]}", file=sys.stderr)
+            print(f"{'  ' * p.depth}▶ {p.role_id} starts: {one_line(p.task)}", file=sys.stderr)
         elif isinstance(event, RoleFinished):
             self._end_stream()
             p = event.payload
-            print(f"{'  ' * p.depth}■ {p.role_id} {p.status}: {(p.summary or '')[:90]}", file=sys.stderr)
+            print(f"{'  ' * p.depth}■ {p.role_id} {p.status}: {one_line(p.summary)}", file=sys.stderr)
         elif isinstance(event, ToolCallEvent) and event.payload.tool not in ("agent", "finish"):
             self._end_stream()
             p = event.payload
-            print(f"    · {p.role} calls {p.tool} {p.arguments[:80]}", file=sys.stderr)
+            print(f"    · {p.role} calls {p.tool} {one_line(p.arguments, 80)}", file=sys.stderr)
 
     def delta(self, delta: StreamDelta) -> None:
         if delta.field != "content":
@@ -80,7 +110,7 @@ async def run_demo(
         discovered = ("ORCHESTRATOR_MODEL", "ORCHESTRATOR_MODEL_CONTEXT_WINDOW")
         demo_env = {k: v for k, v in env.items() if k not in discovered}
         demo_env["ORCHESTRATOR_API_BASE"] = base_url
-        settings = await settings_loader(args, demo_env)
+        settings = await settings_loader(args, demo_env, shown_notes=partial(demo_notes, sim_url=base_url))
         narrator = _Narrator()
         services = RunServices(timeouts=timeouts_from_env(env), on_delta=narrator.delta, log_listeners=[narrator.event])
         code = await execute(settings, workspace, request_for(args, settings, workspace), services, args.json, env)
@@ -100,6 +130,7 @@ async def serve_demo(args: argparse.Namespace, env: Mapping[str, str], *, serve:
         discovered = ("ORCHESTRATOR_MODEL", "ORCHESTRATOR_MODEL_CONTEXT_WINDOW")
         demo_env = {k: v for k, v in env.items() if k not in discovered}
         demo_env["ORCHESTRATOR_API_BASE"] = base_url
-        code = await serve(args, demo_env, initial_task=args.task)
+        shown = partial(demo_notes, sim_url=base_url)
+        code = await serve(args, demo_env, initial_task=args.task, shown_notes=shown)
         nursery.cancel_scope.cancel()
     return code

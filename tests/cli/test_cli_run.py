@@ -114,6 +114,19 @@ async def test_demo_runs_out_of_the_box_on_the_built_in_sim(tmp_path: Path) -> N
     assert json.loads(done.stdout)["status"] == "success"
     assert (tmp_path / "ws" / "hello.txt").read_text().startswith("Hello from the Adaptive Orchestrator demo")
     assert b"coder-1-3" in done.stderr
+    notes = done.stderr.decode()
+    assert "ORCHESTRATOR_API_BASE overrides" not in notes and "model API key: not set" not in notes
+    assert "model: the demo's built-in simulated model at http://127.0.0.1:" in notes
+
+
+async def test_demo_narration_keeps_one_line_per_role_for_a_multi_line_task(tmp_path: Path) -> None:
+    task = "Write a greeting into hello.txt\nand make sure it is there."
+    done = await _orchestrator("demo", "--once", "--workspace", str(tmp_path / "ws"), task)
+    assert done.returncode == 0, done.stderr.decode()
+    lines = done.stderr.decode().splitlines()
+    assert "▶ orchestrator-0-1 starts: Write a greeting into hello.txt …" in lines
+    assert not any(line.startswith("and make sure it is there.") for line in lines)
+    assert b"run run-" in done.stdout  # the card on stdout, the narration and notes on stderr
 
 
 async def test_ask_human_is_answered_from_an_answers_file(tmp_path: Path, sim_for) -> None:
@@ -141,3 +154,62 @@ async def test_a_malformed_answers_file_is_a_configuration_error(tmp_path: Path)
     answers.write_text("[1, 2]")
     done = await _orchestrator("run", *_config(tmp_path, "http://127.0.0.1:9/v1"), "--answers", str(answers), "go")
     assert done.returncode == 2 and b"--answers" in done.stderr
+
+
+async def test_check_with_no_model_server_says_so_and_exits_3_not_invalid(tmp_path: Path) -> None:
+    with trio.socket.socket() as sock:  # a port nothing listens on
+        await sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    api_base = f"http://127.0.0.1:{port}/v1"
+    # the README's step: the packaged Guild and deployment file (name and window left to the probe)
+    done = await _orchestrator("check", env={"ORCHESTRATOR_API_BASE": api_base}, cwd=tmp_path)
+    assert done.returncode == 3, done.stderr.decode()
+    said = [line for line in done.stderr.decode().splitlines() if "retrying" not in line]  # probe progress
+    first = next(line for line in said if not line.startswith(("orchestrator: Guild", "orchestrator: deployment")))
+    assert first.startswith(f"orchestrator: no model server answers at {api_base}; start one (docs/models.md)")
+    assert "ORCHESTRATOR_API_BASE" in first and "orchestrator demo" in first
+    assert "invalid" not in done.stderr.decode()
+    configured = await _orchestrator("check", *_config(tmp_path, api_base))  # name and window set: still 3
+    assert configured.returncode == 3 and b"no model server answers" in configured.stderr
+    assert json.loads(configured.stdout)["model"]["apiBase"] == api_base
+    helped = await _orchestrator("check", "--help")
+    assert b"3 valid" in helped.stdout
+    (tmp_path / "empty").mkdir()
+    ran = await _orchestrator("run", "go", env={"ORCHESTRATOR_API_BASE": api_base}, cwd=tmp_path / "empty")
+    assert ran.returncode == 3 and b"no model server answers at" in ran.stderr  # run needs the probe too
+
+
+def _with_servers(path: Path, api_base: str, servers: dict) -> Path:
+    write_deployment(path, api_base)
+    document = json.loads(path.read_text())
+    document["mcpServers"] = servers
+    path.write_text(json.dumps(document))
+    return path
+
+
+async def test_check_starts_each_mcp_server_and_names_a_misspelled_command_and_a_missing_tool(
+    tmp_path: Path, sim_for
+) -> None:
+    fixture = str(REPO / "tests" / "mcpclient" / "fixture_server.py")
+    servers = {
+        "files": {"command": "npxx", "args": ["-y", "some-mcp-server"]},  # misspelled: no such command
+        "fx": {"command": sys.executable, "args": [fixture]},
+    }
+    roles = {"lead": ["agent", "finish", "mcp:files/*", "mcp:fx/echoo"], "leaf": ["finish"]}
+    guild = write_guild(tmp_path / "guild", roles)
+    async with sim_for({"turns": []}) as sim:
+        deployment = _with_servers(tmp_path / "deployment.json", sim.base_url, servers)
+        config = ["--guild", str(guild), "--deployment", str(deployment)]
+        done = await _orchestrator("check", *config)
+        skipped = await _orchestrator("check", *config, "--no-probe")
+        fixed = {**servers, "files": {"command": sys.executable, "args": [fixture]}}
+        _with_servers(deployment, sim.base_url, fixed)
+        wrong_tool = await _orchestrator("check", *config)
+    assert done.returncode == 2, done.stderr.decode()
+    said = done.stderr.decode()
+    assert "invalid configuration" in said and "Traceback" not in said
+    assert "MCP server 'files' could not be started" in said and "(used by role `lead`)" in said
+    assert skipped.returncode == 0, skipped.stderr.decode()  # --no-probe starts nothing
+    assert wrong_tool.returncode == 2
+    said = wrong_tool.stderr.decode()
+    assert "role `lead` lists `mcp:fx/echoo`" in said and "`fx` does not offer a tool `echoo`" in said

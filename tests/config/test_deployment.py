@@ -207,3 +207,17 @@ def test_config_error_carries_every_problem() -> None:
     error = ConfigError(["a", "b"])
     assert error.problems == ["a", "b"]
     assert error.kind == "invalid_configuration"
+
+
+def test_an_api_base_with_an_empty_or_bad_port_or_no_host_is_refused() -> None:
+    from orchestrator.config.deployment import api_base_problem
+
+    assert api_base_problem("http://127.0.0.1:8080/v1") is None
+    assert api_base_problem("https://models.example/v1") is None and api_base_problem("http://[::1]:80/v1") is None
+    empty = api_base_problem("http://127.0.0.1:/v1")
+    assert empty is not None and "no port" in empty and "'http://127.0.0.1:/v1'" in empty
+    assert "invalid port" in (api_base_problem("http://127.0.0.1:99999/v1") or "")
+    assert "invalid port" in (api_base_problem("http://127.0.0.1:80a/v1") or "")
+    assert "invalid port" in (api_base_problem("http://127.0.0.1:0/v1") or "")
+    assert "http:// or https://" in (api_base_problem("127.0.0.1:8080/v1") or "")
+    assert "http:// or https://" in (api_base_problem("http:///v1") or "")

@@ -329,3 +329,9 @@ def test_the_kagi_key_in_a_wrong_variable_is_never_echoed(load: Load, secrets_di
     rendered = json.dumps(render_settings(settings))
     assert kagi not in rendered and kagi not in " ".join(settings.notes) and kagi not in repr(settings)
     assert render_settings(settings)["model"]["name"] == "<redacted>"
+
+
+def test_in_a_source_checkout_the_packaged_default_is_called_the_checkouts_own_folder(tmp_path: Path) -> None:
+    notes = locate_config(None, None, {}, tmp_path).notes()  # this test runs from a checkout (symlinks)
+    assert notes[0].endswith("(this checkout's guild/, the packaged default)")
+    assert notes[1].endswith("(this checkout's deployment/deployment.json, the packaged default)")

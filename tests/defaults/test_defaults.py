@@ -52,3 +52,7 @@ def test_a_zip_imported_package_is_refused_with_a_clear_message(monkeypatch: pyt
     monkeypatch.setattr(defaults.resources, "files", lambda _package: in_zip)
     with pytest.raises(RuntimeError, match="packaged guild/ is not on a filesystem"):
         packaged_path("guild")
+
+
+def test_a_checkout_says_its_packaged_defaults_are_its_own_folders() -> None:
+    assert all(defaults.from_checkout(name) for name in PACKAGED)  # the wheel's copies: test_wheel.py

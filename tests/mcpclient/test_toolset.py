@@ -96,14 +96,24 @@ async def test_a_role_calls_a_streamable_http_server_with_a_secret_header(tmp_pa
 async def test_a_listed_tool_the_server_does_not_offer_stops_the_run_naming_both(tmp_path: Path, sim_for) -> None:
     async with sim_for({"turns": [turn("lead", finish("never"))]}) as sim:
         settings = mcp_settings(tmp_path, sim.base_url, {"lead": ["finish", "mcp:fx/nope"]}, {"fx": stdio_server()})
-        outcome, _ = await run_task(settings, tmp_path)
+        outcome, events = await run_task(settings, tmp_path)
         requests = await sim.responses_requests()
     assert outcome.card.status == "error" and outcome.card.error is not None
     assert outcome.card.error.kind == "unavailable"  # one of the closed card error kinds
-    assert outcome.card.summary.startswith("the run could not start its MCP tool servers: ")
-    assert "`fx` does not offer a tool `nope`" in outcome.card.summary and "role `lead`" in outcome.card.summary
-    assert "echo" in outcome.card.summary  # what it does offer
+    assert outcome.card.summary == "the run could not start its MCP tool servers"  # the problem is said once:
+    message = outcome.card.error.message or ""  # in the error
+    assert "`fx` does not offer a tool `nope`" in message and "role `lead`" in message
+    assert "echo" in message  # what it does offer
     assert requests == []
+    # the log says it too: the entry role started and ended on that card, so the run's views count it
+    (finished,) = of_type(events, "role_finished")
+    assert finished["status"] == "error" and finished["error"]["message"] == message
+    from orchestrator.flow.search import SearchState, index_event, landmarks
+
+    state = SearchState()
+    for raw in (outcome.run_dir / "log.jsonl").read_text().splitlines():
+        index_event(state, json.loads(raw))
+    assert [mark.category for mark in landmarks(state)] == ["fail"]  # one problem, as the navigator counts
 
 
 async def test_a_server_that_cannot_start_stops_the_run_before_the_model_is_called(tmp_path: Path, sim_for) -> None:
@@ -115,5 +125,27 @@ async def test_a_server_that_cannot_start_stops_the_run_before_the_model_is_call
         requests = await sim.responses_requests()
     assert outcome.card.status == "error" and outcome.card.error is not None
     assert outcome.card.error.kind == "unavailable"
-    assert "MCP server 'gone' could not be started" in outcome.card.summary
+    assert "MCP server 'gone' could not be started" in (outcome.card.error.message or "")
+    assert "(used by role `lead`)" in (outcome.card.error.message or "")
     assert requests == []
+
+
+async def test_check_starts_every_declared_server_once_and_names_a_crash_and_its_roles(tmp_path: Path) -> None:
+    import sys
+
+    from orchestrator.mcpclient import check_mcp_servers
+
+    crash = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]}
+    settings = mcp_settings(
+        tmp_path,
+        "http://127.0.0.1:9/v1",
+        {"lead": ["finish", "mcp:fx/echo", "mcp:boom/*"], "other": ["finish", "mcp:boom/x"]},
+        {"fx": stdio_server(), "boom": crash, "idle": crash},  # `idle`: declared, referenced by no role
+    )
+    problems = await check_mcp_servers(settings)
+    assert len(problems) == 2, problems
+    assert "MCP server 'boom' could not be started" in problems[0] and "(used by roles `lead`, `other`)" in problems[0]
+    assert "MCP server 'idle' could not be started" in problems[1] and "(no role references it)" in problems[1]
+    roles = {"lead": ["finish", "mcp:fx/echo"]}
+    healthy = mcp_settings(tmp_path, "http://127.0.0.1:9/v1", roles, {"fx": stdio_server()})
+    assert await check_mcp_servers(healthy) == []

@@ -133,11 +133,12 @@ def test_check_in_an_empty_directory_says_every_default_came_from_the_package(in
 
 
 def test_check_without_a_model_still_says_where_the_defaults_came_from(installed: Installed) -> None:
-    # No model server: the packaged deployment names neither model nor context window, so check fails (2),
-    # and its output still names both files and their source.
+    # No model server: the packaged deployment names neither model nor context window, so check fails — 3,
+    # not reachable, rather than 2, invalid — and its output still names both files and their source.
     env = {"ORCHESTRATOR_API_BASE": "http://127.0.0.1:9/v1"}
     done = installed.run("check", cwd=_empty_dir(installed, "check-no-model"), env=env)
-    assert done.returncode == 2, done.stdout
+    assert done.returncode == 3, done.stdout
+    assert "orchestrator: no model server answers at http://127.0.0.1:9/v1; start one" in done.stderr
     site = _site_packages(installed) / "orchestrator" / "defaults"
     assert f"orchestrator: Guild: {site / 'guild'} (from packaged default)" in done.stderr
     assert f"deployment file: {site / 'deployment' / 'deployment.json'} (from packaged default)" in done.stderr

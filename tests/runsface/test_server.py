@@ -118,6 +118,7 @@ async def test_delegate_while_busy_answer_a_waiting_question_and_read_the_card(t
                 session, "run_status", lambda a: a.get("queueStatus") == "done", run_id=queued["queueId"]
             )
             _, listing = await tool(session, "list_runs")
+            _, detailed = await tool(session, "list_runs", detail=True, limit=1)
             late = await tool(session, "interrupt", run_id=run_id, kind="inquiry", message="still there?")
             bad_kind = await tool(session, "interrupt", run_id=run_id, kind="shout", message="x")
     assert waiting["status"] == "running" and waiting["task"] == "paint the shed"
@@ -132,6 +133,11 @@ async def test_delegate_while_busy_answer_a_waiting_question_and_read_the_card(t
     assert result["status"] == "success" and result["card"]["summary"] == "painted the shed blue"
     assert second["run"]["status"] == "success"
     assert len(listing["runs"]) == 2 and run_id in [r["runId"] for r in listing["runs"]] and listing["queue"] == []
+    compact = next(r for r in listing["runs"] if r["runId"] == run_id)  # the compact list: five facts a run
+    assert set(compact) == {"runId", "status", "task", "started", "durationSeconds"}
+    assert compact["task"] == "paint the shed" and compact["status"] == "success" and compact["durationSeconds"] >= 0
+    (whole,) = detailed["runs"]  # detail: the whole records
+    assert whole["result"]["summary"] and "endTime" in whole
     assert late[0] and "run_not_active" in late[1]
     assert bad_kind[0] and "kind" in bad_kind[1]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.service.errorpage import create_error_app, render_error_page
+from orchestrator.service.errorpage import WAIT_RELOAD_SECONDS, Waiting, create_error_app, render_error_page
 
 PROBLEMS = ["model.apiBase: must be a URL, got '<nothing>'", "guild/lead.md: missing"]
 
@@ -36,3 +36,27 @@ async def test_the_app_answers_503_with_the_page_json_or_health() -> None:
     health = await client.get("/healthz")
     assert (health.status_code, await health.get_json()) == (503, {"ok": False, "error": "invalid_configuration"})
     assert (await client.delete("/runs/x")).status_code == 405
+
+
+def test_the_waiting_page_names_the_cause_and_reloads_itself_without_a_restart() -> None:
+    page = render_error_page(["model probe failed"], "t", waiting=Waiting(api_base="http://127.0.0.1:8080/v1"))
+    assert f'<meta http-equiv="refresh" content="{WAIT_RELOAD_SECONDS}">' in page
+    assert "No model server answers at <code>http://127.0.0.1:8080/v1</code>" in page
+    assert "ORCHESTRATOR_API_BASE" in page and "orchestrator demo" in page and "docs/models.md" in page
+    assert "restart the service" not in page and "could not start" not in page
+    loading = render_error_page([], "t", waiting=Waiting(api_base="http://h/v1", loading=True))
+    assert "still loading its model" in loading
+    assert "<meta http-equiv" not in render_error_page(PROBLEMS, "t")  # an invalid configuration does not reload
+
+
+def test_the_page_names_the_files_in_use_when_told() -> None:
+    sources = ["Guild: /x/guild (from --guild)", "deployment file: /x/d.json (from --deployment)"]
+    page = render_error_page(PROBLEMS, "t", sources=sources)
+    assert "<li><code>deployment file: /x/d.json (from --deployment)</code></li>" in page
+    assert "deployment/deployment.json" not in page
+
+
+async def test_the_waiting_app_answers_model_not_ready() -> None:
+    client = create_error_app(["x"], "t", waiting=Waiting(api_base="http://h/v1")).test_client()
+    health = await client.get("/healthz")
+    assert (health.status_code, await health.get_json()) == (503, {"ok": False, "error": "model_not_ready"})

@@ -45,6 +45,23 @@ async def test_an_invalid_deployment_still_binds_and_serves_the_error_page_then_
     assert "invalid configuration" in server.stderr() and "executor.maxAgentDepth" in server.stderr()
 
 
+async def test_a_misspelled_mcp_server_command_is_on_the_error_page_naming_server_and_role(
+    tmp_path: Path,
+) -> None:
+    guild = write_guild(tmp_path / "guild", {"lead": ["agent", "finish", "mcp:files/*"], "coder": ["finish"]})
+    deployment = write_deployment(tmp_path / "deployment.json", "http://127.0.0.1:9/v1")
+    document = json.loads(deployment.read_text())
+    document["mcpServers"] = {"files": {"command": "npxx", "args": ["-y", "some-mcp-server"]}}
+    deployment.write_text(json.dumps(document))
+    async with serve_process(tmp_path, guild=guild, deployment=deployment) as server:
+        body = (await server.get("/api/runs")).json()
+        assert body["error"] == "invalid_configuration"
+        (problem,) = body["problems"]
+        assert "MCP server 'files' could not be started" in problem and "(used by role `lead`)" in problem
+        assert "MCP server &#x27;files&#x27; could not be started" in (await server.get("/")).text
+        assert await server.stop() == 2
+
+
 async def test_the_title_is_served_and_sigterm_when_idle_exits_0(tmp_path: Path) -> None:
     async with serve_script({"turns": []}) as sim:
         guild, deployment = write_config(tmp_path, sim.base_url, ROLES)

@@ -47,9 +47,17 @@ async def test_serve_without_model_fields_waits_on_the_error_page_then_starts(tm
     async with serve_process(tmp_path, guild=guild, deployment=deployment) as server:
         page = await server.get("/")
         assert page.status_code == 503 and "waiting for the model server" in page.text
+        assert f"No model server answers at <code>{api_base}</code>" in page.text
+        assert '<meta http-equiv="refresh" content="5">' in page.text  # it waits and reloads by itself
+        assert "restart the service" not in page.text and "docs/models.md" in page.text
+        assert "booting on the configured values" not in page.text
+        assert "deployment file: " + str(deployment) in page.text  # the file in use, not a generic name
         body = (await server.get("/api/config")).json()
-        assert body["error"] == "invalid_configuration"
+        assert body["error"] == "model_not_ready"
         assert any("could not be probed" in p for p in body["problems"])
+        first = server.stderr().splitlines()
+        assert any(line.startswith(f"orchestrator: no model server answers at {api_base}") for line in first)
+        assert any(line.startswith("orchestrator: open ") and f"?token={server.token}" in line for line in first)
         async with trio.open_nursery() as nursery:
             await nursery.start(partial(serve_sim, load_script(_script(loadingMs=800)), port=port))
 

@@ -127,7 +127,9 @@ async def test_trusting_a_workspace_uses_its_guild_and_deployment_until_a_file_c
         env = _model_env(sim.base_url)
         write_config(workspace, sim.base_url, {**ROLES, "custom": ["finish"]})
         document = json.loads((workspace / "deployment.json").read_text())
-        document["mcpServers"] = {"files": {"command": "true"}}
+        # a real MCP server: serve's start starts each declared server once and lists its tools
+        fixture = Path(__file__).resolve().parents[1] / "mcpclient" / "fixture_server.py"
+        document["mcpServers"] = {"files": {"command": sys.executable, "args": [str(fixture)]}}
         (workspace / "deployment").mkdir()
         (workspace / "deployment.json").unlink()
         (workspace / "deployment" / "deployment.json").write_text(json.dumps(document))

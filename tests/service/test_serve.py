@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import signal
+import sys
+from pathlib import Path
+
+import trio
+from tests.helpers import REPO
+from tests.service.server import child_env
+
 from orchestrator.service.serve import open_link, replay_link
 
 
@@ -19,3 +27,32 @@ def test_replay_link_routes_to_the_runs_replay() -> None:
     )
     assert replay_link("http://127.0.0.1:8080", run) == f"http://127.0.0.1:8080/#watch/{run}/replay"
     assert replay_link("http://h:1", "a/b") == "http://h:1/#watch/a%2Fb/replay"
+
+
+async def test_the_demo_prints_its_links_on_stdout_and_its_notes_on_stderr(tmp_path: Path) -> None:
+    """What to open goes to stdout, the start-up notes to stderr; the sim's own address is not an
+    "override" the user made, and the sim's missing API key is not mentioned."""
+    out_path, err_path, port_file = tmp_path / "out.txt", tmp_path / "err.txt", tmp_path / "port"
+    args = ["demo", "--port", "0", "--port-file", str(port_file), "--workspace", str(tmp_path / "ws")]
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "orchestrator", *args], cwd=REPO, env=child_env(), stdout=out, stderr=err
+        )
+    try:
+        with trio.fail_after(60):
+            while "watch the demo run" not in out_path.read_text():
+                assert process.poll() is None, err_path.read_text()
+                await trio.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        with trio.fail_after(30):
+            await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    stdout, stderr = out_path.read_text(), err_path.read_text()
+    port = port_file.read_text().strip()
+    assert f"orchestrator: open http://127.0.0.1:{port}/?token=" in stdout and "serving on" in stdout
+    assert "open http" not in stderr and "serving on" not in stderr
+    assert "Guild: " in stderr and "model: the demo's built-in simulated model at" in stderr
+    assert "ORCHESTRATOR_API_BASE overrides" not in stderr and "model API key" not in stderr

@@ -740,7 +740,6 @@ def test_own_corpus_load_errors_and_version_drift(spawn_mcp: Callable[..., McpPr
         (["--transport", "http", "--host", "0.0.0.0", "--port", "0"], {"WORKFLOW_WORKSPACE": "/tmp"},
          "set WORKFLOW_SERVER_TOKEN"),
         (["--transport", "smoke"], {"WORKFLOW_WORKSPACE": "/tmp"}, "invalid choice"),
-        ([], {}, "no workspace configured"),
         (["--repo", "not a repo"], {}, "--repo"),
     ],
 )

@@ -117,10 +117,13 @@ def test_repo_pin_is_normalised_or_refused(tmp_path: Path) -> None:
         _load(tmp_path, WORKFLOW_SERVER_REPO="nonsense")
 
 
-def test_workspace_or_pin_is_required(tmp_path: Path) -> None:
-    with pytest.raises(WorkspaceConfigError, match="--workspace"):
-        load_workflow_settings({"HOME": str(tmp_path)}, {})
-    assert load_workflow_settings({"HOME": str(tmp_path), "WORKFLOW_SERVER_REPO": "a/b"}, {}).repo == "a/b"
+def test_no_workspace_or_pin_defaults_to_the_current_directory(tmp_path: Path) -> None:
+    defaulted = load_workflow_settings({"HOME": str(tmp_path)}, {}, cwd=tmp_path)
+    assert (defaulted.workspace, defaulted.workspace_defaulted) == (tmp_path.resolve(), True)
+    given = load_workflow_settings({"HOME": str(tmp_path)}, {"workspace": "w"}, cwd=tmp_path)
+    assert (given.workspace, given.workspace_defaulted) == (tmp_path.resolve() / "w", False)
+    pinned = load_workflow_settings({"HOME": str(tmp_path), "WORKFLOW_SERVER_REPO": "a/b"}, {})
+    assert (pinned.repo, pinned.workspace) == ("a/b", None)
     assert load_workflow_settings({"HOME": str(tmp_path)}, {}, require_workspace=False).workspace is None
 
 

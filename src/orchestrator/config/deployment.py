@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -32,6 +33,7 @@ __all__ = [
     "InterruptTriggers",
     "LoggingConfig",
     "ModelConfig",
+    "api_base_problem",
     "attr_name",
     "decode_deployment",
     "deployment_problems",
@@ -210,6 +212,11 @@ def deployment_problems(deployment: Deployment, role_names: Collection[str] | No
         value = field_value(deployment, field)
         if value is not None and value <= 0:
             problems.append((field, f"must be a positive integer (got {value})"))
+    api_base = deployment.model.api_base
+    if api_base.strip():
+        problem = api_base_problem(api_base)
+        if problem is not None:
+            problems.append(("model.apiBase", problem))
     temperature = deployment.model.generation.temperature
     if not math.isfinite(temperature):
         problems.append(("model.generation.temperature", f"must be a finite number (got {temperature})"))
@@ -222,6 +229,28 @@ def deployment_problems(deployment: Deployment, role_names: Collection[str] | No
     if role_names is not None:
         problems.extend(role_reference_problems(deployment, role_names))
     return problems
+
+
+def api_base_problem(url: str) -> str | None:
+    """What is wrong with ``model.apiBase`` as an address to send requests to, or ``None``: an http(s) URL
+    with a host, and a port, if a colon announces one, of digits in 1 … 65535 (``http://127.0.0.1:/v1``
+    would otherwise be sent to port 80)."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"must be an http:// or https:// URL with a host, like http://127.0.0.1:8080/v1 (got {url!r})"
+    host_port = parts.netloc.rpartition("@")[2]
+    if host_port.endswith(":"):
+        return (
+            f"has a colon but no port (got {url!r}): write the port after it, like http://127.0.0.1:8080/v1, "
+            "or drop the colon for the scheme's default port"
+        )
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        return f"has an invalid port (got {url!r}): the port must be a number from 1 to 65535"
+    return None
 
 
 def role_reference_problems(deployment: Deployment, role_names: Collection[str]) -> list[FieldProblem]:

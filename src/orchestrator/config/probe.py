@@ -29,6 +29,7 @@ from orchestrator.config.settings import ModelStatus, Settings
 from orchestrator.errors import ConfigError
 
 __all__ = [
+    "BOOTING",
     "DEFAULT_PROBE_TIMEOUT",
     "ModelNotReady",
     "Notice",
@@ -37,6 +38,7 @@ __all__ = [
     "fetch_models",
     "fetch_models_retrying",
     "fetch_tool_support",
+    "not_ready_headline",
     "parse_model_list",
     "probe_model",
     "refresh_model",
@@ -62,13 +64,33 @@ TOOLS_PROBLEM = (
 class ModelNotReady(ConfigError):
     """Needed model fields are missing because the model API could not be probed (down or loading).
 
-    ``serve`` keeps probing in the background instead of staying on the error page for good.
+    ``serve`` keeps probing in the background instead of staying on the error page for good; ``check``,
+    ``run`` and ``resume`` say :attr:`headline` and exit 3 (not reachable), not 2 (invalid).
     """
 
-    def __init__(self, problems: list[str], status: ModelStatus) -> None:
+    def __init__(self, problems: list[str], status: ModelStatus, *, api_base: str = "") -> None:
         super().__init__(problems)
         self.status = status
+        self.api_base = api_base
 
+    @property
+    def headline(self) -> str:
+        """What is wrong and what to do, in one line (the cause first, the missing fields are consequences)."""
+        return not_ready_headline(self.api_base, loading=self.status.loading)
+
+
+def not_ready_headline(api_base: str, *, loading: bool = False) -> str:
+    """The one line for a model server that does not answer (or is still loading its model) at ``api_base``."""
+    if loading:
+        return f"the model server at {api_base} is still loading its model; wait for it, then try again"
+    return (
+        f"no model server answers at {api_base}; start one (docs/models.md), set ORCHESTRATOR_API_BASE to "
+        "the one you run, or try `orchestrator demo` (a built-in simulated model)"
+    )
+
+
+#: How a failed probe's note ends when the configured values suffice to start on.
+BOOTING = "; booting on the configured values"
 
 _WHERE = {
     "name": ("model.name", "ORCHESTRATOR_MODEL"),
@@ -106,7 +128,7 @@ class ProbeOutcome(msgspec.Struct, frozen=True, kw_only=True):
     def describe(self) -> str:
         """One startup note stating the outcome (never the API key: it travels in a header only)."""
         if self.models is None:
-            return f"model probe: GET {self.url} failed ({self.failure}); booting on the configured values"
+            return f"model probe: GET {self.url} failed ({self.failure}){BOOTING}"
         ids = ", ".join(f"`{m.id}`" for m in self.models[:10]) or "none"
         more = f" and {len(self.models) - 10} more" if len(self.models) > 10 else ""
         return f"model probe: GET {self.url} listed {len(self.models)} model(s): {ids}{more}"
@@ -152,7 +174,8 @@ async def probe_model(
             notes.append(f"WARNING: {problem}")
     if problems:
         if outcome.models is None:
-            raise ModelNotReady(settings.redactor().redact_all(problems), status)
+            shown = settings.redactor().redact_all([model.api_base])[0]
+            raise ModelNotReady(settings.redactor().redact_all(problems), status, api_base=shown)
         raise ConfigError(settings.redactor().redact_all(problems))
     deployment = msgspec.structs.replace(settings.deployment, model=resolved)
     notes = settings.redactor().redact_all([outcome.describe(), *notes])

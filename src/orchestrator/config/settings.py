@@ -24,7 +24,7 @@ from orchestrator.config.guild import GUILD_FILE, Guild, read_guild
 from orchestrator.config.mcpservers import McpResolved, reference_problems, resolve_server_secrets
 from orchestrator.config.overrides import apply_overrides, parse_overrides
 from orchestrator.config.secrets import DEFAULT_SECRETS_DIR, REDACTED, Redactor, read_api_key, secret_values
-from orchestrator.defaults import packaged_path
+from orchestrator.defaults import PackagedName, from_checkout, packaged_path
 from orchestrator.errors import ConfigError
 from orchestrator.schema import Base
 
@@ -119,10 +119,17 @@ class ConfigPaths(Base):
     deployment_source: str
 
     def notes(self) -> list[str]:
-        return [
-            f"Guild: {self.guild_dir} (from {self.guild_source})",
-            f"deployment file: {self.deployment_file} (from {self.deployment_source})",
-        ]
+        """Where each came from; a packaged default read from a source checkout is called that checkout's
+        own folder (which it is: the package links to it), so an edit there is seen as taking effect."""
+        guild = _origin(self.guild_source, "guild", "guild/")
+        deployment = _origin(self.deployment_source, "deployment", "deployment/deployment.json")
+        return [f"Guild: {self.guild_dir} ({guild})", f"deployment file: {self.deployment_file} ({deployment})"]
+
+
+def _origin(source: str, name: PackagedName, shown: str) -> str:
+    if source == "packaged default" and from_checkout(name):
+        return f"this checkout's {shown}, the packaged default"
+    return f"from {source}"
 
 
 def locate_config(

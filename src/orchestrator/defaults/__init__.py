@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["PACKAGED", "PackagedName", "packaged_path"]
+__all__ = ["PACKAGED", "PackagedName", "from_checkout", "packaged_path"]
 
 PackagedName = Literal["guild", "deployment", "workflows"]
 PACKAGED: tuple[PackagedName, ...] = ("guild", "deployment", "workflows")
@@ -31,3 +31,10 @@ def packaged_path(name: PackagedName) -> Path:
     if not isinstance(entry, Path):
         raise RuntimeError(f"orchestrator's packaged {name}/ is not on a filesystem ({entry!r}); install the wheel")
     return entry.resolve()
+
+
+def from_checkout(name: PackagedName) -> bool:
+    """Whether the packaged ``name`` is a source checkout's own top-level folder (the package holds a
+    symlink to it: a clone or an editable install), not a copy inside an installed wheel."""
+    entry = resources.files(__name__).joinpath(name)
+    return isinstance(entry, Path) and entry.is_symlink()

@@ -124,6 +124,17 @@ class Run:
         self.context.push_frame(frame)
         return await self.run_role(frame)
 
+    def refuse_start(self, task: str, card: ResultCard) -> None:
+        """The run cannot start (its MCP tool servers could not be used): the entry role starts and ends at
+        once with ``card``, so the log, the flow and the run's problem list say why. No model call."""
+        entry = self.settings.guild.entry_role
+        self.log.emit(ev.effort_set(self.state.effort))
+        if entry not in self.settings.guild.roles:
+            return
+        frame = self.context.new_frame(entry, 0, task, None)
+        self.log.emit(ev.role_start(frame))
+        self.log.emit(ev.role_finished(frame, card))
+
     async def resume(self) -> ResultCard:
         """Continue a run rebuilt from its checkpoint under its original id.
 

@@ -175,22 +175,25 @@ async def _drive(
                 LlmClient(model.api_base, api_key=settings.api_key, timeouts=services.timeouts) as llm,
                 open_mcp_tools(settings) as mcp,
             ):
-                if isinstance(mcp, list):  # an MCP server the Guild references could not be used
-                    task_status.started(RunControls(services.interrupts))
-                    return _config_error_card(mcp)
-                run = Run(
-                    settings=mcp.settings,
+                run = Run(  # without MCP tools when a server the Guild references could not be used
+                    settings=settings if isinstance(mcp, list) else mcp.settings,
                     workspace=workspace,
                     state=state,
                     log=log,
                     llm=llm,
-                    native_tools={**_tools(services), **mcp.native_tools},
+                    native_tools={**_tools(services), **({} if isinstance(mcp, list) else mcp.native_tools)},
                     on_delta=services.on_delta,
                     checkpointer=checkpointer,
                     interrupts=services.interrupts,
                     human=services.human,
                     redactor=redactor,
                 )
+                if isinstance(mcp, list):
+                    task_status.started(RunControls(services.interrupts))
+                    card = _config_error_card(mcp)
+                    if task is not None:  # in the log too, so the run's views count it as its problem
+                        run.refuse_start(task, card)
+                    return card
                 run.queue_tracked = services.queue_tracked
                 task_status.started(RunControls(services.interrupts, run.modify_plan))
                 return await (run.execute(task) if task is not None else run.resume())
@@ -199,8 +202,9 @@ async def _drive(
 
 
 def _config_error_card(problems: list[str]) -> ResultCard:
-    message = "the run could not start its MCP tool servers: " + "; ".join(problems)
-    return ResultCard(status="error", summary=message, error=CardError(kind="unavailable", message=message))
+    """The problems once, in the error (the summary only says what kind of failure it is)."""
+    summary = "the run could not start its MCP tool servers"
+    return ResultCard(status="error", summary=summary, error=CardError(kind="unavailable", message="; ".join(problems)))
 
 
 def _question(card: ResultCard, state: RunState) -> str | None:

@@ -8,6 +8,6 @@ dispatches like a native tool (allow-list, schema, timeout, truncation, events).
 
 from orchestrator.mcpclient.connection import McpConnection
 from orchestrator.mcpclient.results import model_tool_name, to_tool_result
-from orchestrator.mcpclient.toolset import McpTools, open_mcp_tools
+from orchestrator.mcpclient.toolset import McpTools, check_mcp_servers, open_mcp_tools
 
-__all__ = ["McpConnection", "McpTools", "model_tool_name", "open_mcp_tools", "to_tool_result"]
+__all__ = ["McpConnection", "McpTools", "check_mcp_servers", "model_tool_name", "open_mcp_tools", "to_tool_result"]

@@ -25,7 +25,7 @@ from orchestrator.mcpclient.connection import McpConnection
 from orchestrator.mcpclient.results import model_tool_name
 from orchestrator.tools.base import NativeTool, ToolContext
 
-__all__ = ["MIN_START_SECONDS", "McpTools", "open_mcp_tools", "referenced_servers"]
+__all__ = ["MIN_START_SECONDS", "McpTools", "check_mcp_servers", "open_mcp_tools", "referenced_servers", "users"]
 
 #: A server gets at least this long to start, answer ``initialize`` and list its tools (``npx`` may be
 #: fetching the package); a longer tool timeout raises it.
@@ -52,10 +52,40 @@ def referenced_servers(settings: Settings) -> list[str]:
     return names
 
 
+def users(settings: Settings, server: str) -> list[str]:
+    """The roles whose tools reference MCP server ``server``."""
+    return [
+        name
+        for name, role in settings.guild.roles.items()
+        if any(isinstance(ref := parse_mcp_ref(entry), McpRef) and ref.server == server for entry in role.tools)
+    ]
+
+
+def _used_by(settings: Settings, server: str) -> str:
+    roles = users(settings, server)
+    if not roles:
+        return "no role references it"
+    return ("used by role " if len(roles) == 1 else "used by roles ") + ", ".join(f"`{r}`" for r in roles)
+
+
+async def check_mcp_servers(settings: Settings, *, errlog: IO[str] | None = None) -> list[str]:
+    """Start every server the deployment declares (once each), list its tools, stop it again; the
+    problems a run would meet at start: a server that cannot be started (a missing command, a crash, no
+    answer), and a tool a role names that its server lacks. Each names the server and the role."""
+    declared = list(settings.deployment.mcp_servers)
+    if not declared:
+        return []
+    async with open_mcp_tools(settings, errlog=errlog, servers=declared) as opened:
+        return opened if isinstance(opened, list) else []
+
+
 @asynccontextmanager
-async def open_mcp_tools(settings: Settings, *, errlog: IO[str] | None = None) -> AsyncIterator[McpTools | list[str]]:
-    """Start the referenced servers (once each) for the duration of the block; see the module doc."""
-    names = referenced_servers(settings)
+async def open_mcp_tools(
+    settings: Settings, *, errlog: IO[str] | None = None, servers: list[str] | None = None
+) -> AsyncIterator[McpTools | list[str]]:
+    """Start the referenced servers (or ``servers``), once each, for the duration of the block; see the
+    module doc."""
+    names = referenced_servers(settings) if servers is None else servers
     if not names:
         yield McpTools(settings=settings)
         return
@@ -80,7 +110,7 @@ async def open_mcp_tools(settings: Settings, *, errlog: IO[str] | None = None) -
                 )
                 start_problem = await nursery.start(connection.run)
                 if start_problem is not None:
-                    problems.append(start_problem)
+                    problems.append(f"{start_problem} ({_used_by(settings, name)})")
                 else:
                     connections[name] = connection
             yield problems if problems else expand(settings, connections)

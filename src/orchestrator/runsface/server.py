@@ -18,6 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from orchestrator.engine.runfolder import TERMINAL_STATUSES
 from orchestrator.runsface.client import ServiceClient, ServiceUnavailable
+from orchestrator.runsface.listing import compact_queue_item, compact_run
 from orchestrator.vocabulary import Effort
 from orchestrator.workflow.stdio import serve_stdio
 
@@ -163,12 +164,16 @@ def build_runs_server(client: ServiceClient) -> MCPServer:
         return {"ok": True, "runId": run_id, "kind": kind}
 
     @server.tool()
-    async def list_runs(limit: int = 20) -> dict[str, Any]:
-        """The most recent runs (newest first) and the tasks still waiting in the queue."""
-        runs = await call("GET", "/api/runs")
+    async def list_runs(limit: int = 20, detail: bool = False) -> dict[str, Any]:
+        """The most recent runs (newest first) and the tasks still waiting in the queue, one compact entry
+        each: runId, status, the task's first line, started, durationSeconds. detail=true returns the
+        whole records (result card, error, summary); run_status / run_result give one run's."""
+        runs = list(await call("GET", "/api/runs"))[: max(limit, 1)]
         items = await call("GET", "/api/queue")
         waiting = [i for i in items if i.get("status") in ("waiting", "active", "needs_input")]
-        return {"runs": list(runs)[: max(limit, 1)], "queue": waiting}
+        if detail:
+            return {"runs": runs, "queue": waiting}
+        return {"runs": [compact_run(r) for r in runs], "queue": [compact_queue_item(i) for i in waiting]}
 
     return server
 

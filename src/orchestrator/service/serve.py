@@ -8,10 +8,11 @@ it short), stop serving; exit 130 if a run was still active, 0 if idle.
 
 from __future__ import annotations
 
+import errno
 import json
 import signal
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from functools import partial
 from importlib import resources
 from pathlib import Path
@@ -22,18 +23,20 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 from orchestrator.config import Settings, load_config, locate_config, probe_model
-from orchestrator.config.probe import ModelNotReady
+from orchestrator.config.probe import BOOTING, ModelNotReady
 from orchestrator.config.secrets import load_redactor
 from orchestrator.config.trust import apply_trust
 from orchestrator.errors import ConfigError
 from orchestrator.fsutil import atomic_write
 from orchestrator.lifecycle import wind_down_seconds
 from orchestrator.llm import timeouts_from_env
+from orchestrator.mcpclient import check_mcp_servers
 from orchestrator.service.app import create_app
 from orchestrator.service.core import Service
-from orchestrator.service.errorpage import create_error_app
+from orchestrator.service.errorpage import Waiting, create_error_app
 from orchestrator.service.perimeter import Perimeter
 from orchestrator.service.perimeter_rules import is_loopback, policy_from_env
+from orchestrator.service.portcheck import bind_failure, busy_message, first_bind_error, holders, is_orchestrator
 from orchestrator.service.queue_seal import load_seal
 from orchestrator.service.stream import stream_limits_from_env
 from orchestrator.service.token import NO_TOKEN_ENV, resolve_token
@@ -110,8 +113,9 @@ def replay_link(link: str, run_id: str) -> str:
 
 
 def _announce(binds: list[str], port_file: Path | None, token: str | None = None) -> None:
-    print(f"orchestrator: serving on {binds[0]} — Ctrl-C stops", file=sys.stderr)
-    print(f"orchestrator: open {open_link(binds[0], token)}", file=sys.stderr, flush=True)
+    """The address lines go to stdout (what to open; a script can read them), the notes to stderr."""
+    print(f"orchestrator: serving on {binds[0]} — Ctrl-C stops", flush=True)
+    print(f"orchestrator: open {open_link(binds[0], token)}", flush=True)
     if port_file is not None:
         port = binds[0].rsplit(":", 1)[1]
         atomic_write(port_file, port.encode(), durable=False)
@@ -134,19 +138,20 @@ async def _wait_for_model(
     port: int,
     port_file: Path | None,
     env: Mapping[str, str],
+    sources: list[str],
+    token: str | None,
 ) -> tuple[Settings, int] | None:
-    """The model API could not be probed and the configuration needs it: serve the error page while
-    probing again with backoff. Returns the probed settings and the bound port once the model server
-    answers (the caller serves on that port), or ``None`` when a signal came first.
+    """The model API could not be probed and the configuration needs it: serve the waiting page (it
+    reloads itself) while probing again with backoff. Returns the probed settings and the bound port once
+    the model server answers (the caller serves on that port), or ``None`` when a signal came first.
+
+    The link printed carries the token, so the page's own reload lands signed in once the service is up.
     """
-    url = loaded.deployment.model.api_base
-    problems = [
-        *waiting.problems,
-        f"waiting for the model server at {url}: it is probed again every few seconds, and the service "
-        "starts by itself (reload this page) once it answers",
-    ]
-    for problem in problems:
-        _notice(f"not ready: {problem}")
+    problems = [waiting.status.message.removesuffix(BOOTING), *waiting.problems]  # it does not boot: it waits
+    _notice(waiting.headline)
+    for problem in waiting.problems:
+        _notice(f"  ({problem})")
+    _notice("waiting: the service starts by itself once the model server answers")
     found: list[Settings] = []
     ready = trio.Event()
 
@@ -181,7 +186,8 @@ async def _wait_for_model(
             ready.set()
             return
 
-    app = create_error_app(problems, title)
+    shown = Waiting(api_base=waiting.api_base, loading=waiting.status.loading)  # already redacted
+    app = create_error_app(problems, title, sources=sources, waiting=shown)
     # like the configuration error page: Host/Origin checks and headers, no token (it shows no run data)
     app.asgi_app = Perimeter(app.asgi_app, policy_from_env(None, host, env), inline_styles=True)  # type: ignore[method-assign]
     async with trio.open_nursery() as nursery:
@@ -191,12 +197,18 @@ async def _wait_for_model(
             nursery.cancel_scope.cancel()
 
         binds: list[str] = await nursery.start(serving)
-        _announce(binds, port_file)
+        _announce(binds, port_file, token)
         nursery.start_soon(probe_again)
     if not found:
         return None
     _notice("the model server answered; starting the service")
     return found[0], int(binds[0].rsplit(":", 1)[1])
+
+
+async def _port_problem(host: str, port: int, error: OSError) -> str:
+    orchestrator = error.errno == errno.EADDRINUSE and await is_orchestrator(host, port)
+    found = holders(port) if error.errno == errno.EADDRINUSE else []
+    return busy_message(host, port, error, found, orchestrator)
 
 
 async def serve_main(
@@ -210,8 +222,48 @@ async def serve_main(
     env: Mapping[str, str],
     initial_task: str | None = None,
     no_token: bool = False,
+    shown_notes: Callable[[list[str]], list[str]] | None = None,
 ) -> int:
-    """Serve until SIGINT/SIGTERM; the exit code says how it ended (0 idle, 130 busy, 2 bad config)."""
+    """Serve until SIGINT/SIGTERM; the exit code says how it ended (0 idle, 130 busy, 2 bad config or an
+    address that cannot be bound — checked first, and said in one line naming who holds the port)."""
+    taken = bind_failure(host, port)
+    if taken is not None:
+        print(f"orchestrator: {await _port_problem(host, port, taken)}", file=sys.stderr, flush=True)
+        return EXIT_CONFIG
+    try:
+        return await _serve_main(
+            workspace=workspace,
+            host=host,
+            port=port,
+            port_file=port_file,
+            guild=guild,
+            deployment=deployment,
+            env=env,
+            initial_task=initial_task,
+            no_token=no_token,
+            shown_notes=shown_notes,
+        )
+    except (OSError, BaseExceptionGroup) as failure:  # taken between the check and the bind
+        error = first_bind_error(failure)
+        if error is None:
+            raise
+        print(f"orchestrator: {await _port_problem(host, port, error)}", file=sys.stderr, flush=True)
+        return EXIT_CONFIG
+
+
+async def _serve_main(
+    *,
+    workspace: Path,
+    host: str,
+    port: int,
+    port_file: Path | None,
+    guild: str | None,
+    deployment: str | None,
+    env: Mapping[str, str],
+    initial_task: str | None = None,
+    no_token: bool = False,
+    shown_notes: Callable[[list[str]], list[str]] | None = None,
+) -> int:
     title = env.get("ORCHESTRATOR_TITLE") or DEFAULT_TITLE
     for line in bind_warnings(host):
         print(f"orchestrator: WARNING: {line}", file=sys.stderr)
@@ -240,19 +292,29 @@ async def serve_main(
             try:
                 settings = await probe_model(loaded, on_notice=_notice)
             except ModelNotReady as waiting:
-                ready = await _wait_for_model(loaded, waiting, signals, title, host, port, port_file, env)
+                sources = load_redactor(env, workspace=workspace).redact_all(paths.notes())
+                ready = await _wait_for_model(
+                    loaded, waiting, signals, title, host, port, port_file, env, sources, token
+                )
                 if ready is None:
                     return EXIT_CONFIG
                 settings, port = ready
+            if settings.deployment.mcp_servers:
+                names = ", ".join(settings.deployment.mcp_servers)
+                _notice(f"starting each MCP server once to list its tools: {names}")
+            mcp_problems = await check_mcp_servers(settings)  # each declared server started once, now
+            if mcp_problems:
+                raise ConfigError(mcp_problems)
         except ConfigError as exc:
             redactor = load_redactor(env, workspace=workspace)  # a key pasted into a wrong variable stays hidden
-            for note in redactor.redact_all(paths.notes()):
+            sources = redactor.redact_all(paths.notes())
+            for note in sources:
                 print(f"orchestrator: {note}", file=sys.stderr)
             problems = redactor.redact_all(exc.problems)
             for problem in problems:
                 print(f"orchestrator: invalid configuration: {problem}", file=sys.stderr)
             # the error page takes no action and shows no run data: Host/Origin checks and headers, no token
-            app = create_error_app(problems, title)
+            app = create_error_app(problems, title, sources=sources)
             app.asgi_app = Perimeter(app.asgi_app, policy_from_env(None, host, env), inline_styles=True)  # type: ignore[method-assign]
             async with trio.open_nursery() as nursery:
                 trigger = signals.__anext__
@@ -260,7 +322,7 @@ async def serve_main(
                     await nursery.start(partial(serve, app, _config(host, port), shutdown_trigger=trigger)), port_file
                 )
             return EXIT_CONFIG
-        for note in settings.notes:
+        for note in shown_notes(settings.notes) if shown_notes is not None else settings.notes:
             print(f"orchestrator: {note}", file=sys.stderr)
         service = Service(
             settings, workspace, timeouts=timeouts, title=title, build=build_info(), seal=seal, trust=trust
@@ -296,5 +358,5 @@ async def serve_main(
                 run_id = await service.submit_initial(initial_task)
                 if run_id is not None:  # the demo opens on its run's replay, not on an empty form
                     link = replay_link(open_link(binds[0], token), run_id)
-                    print(f"orchestrator: watch the demo run {run_id}: open {link}", file=sys.stderr, flush=True)
+                    print(f"orchestrator: watch the demo run {run_id}: open {link}", flush=True)
         return EXIT_BUSY if busy else EXIT_OK

@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from typing import NoReturn
 
 __all__ = ["EXIT_CONFIG", "add_mcp_arguments", "main", "run_mcp"]
 
@@ -50,8 +51,19 @@ def run_mcp(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     try:
         settings = load_workflow_settings(env, flags)
     except WorkflowError as exc:
-        print(f"orchestrator mcp: invalid configuration: {exc.message}", file=sys.stderr)
+        print(f"orchestrator mcp: invalid configuration: {exc.message}", file=sys.stderr, flush=True)
         return EXIT_CONFIG
+    if settings.workspace_defaulted:
+        print(
+            f"orchestrator mcp: no --workspace given; using the current directory {settings.workspace} "
+            "(its .engineering/ holds the sessions)",
+            file=sys.stderr,
+            flush=True,
+        )
+    if settings.transport == "stdio" and env.get("WORKFLOW_SERVER_FAST_START", "1").strip() != "0":
+        from orchestrator.workflow.firstanswer import serve_stdio_fast
+
+        return serve_stdio_fast(settings, env)
     from orchestrator.workflow.launch import serve_main
 
     return serve_main(settings, env, hard_exit=True)
@@ -60,12 +72,12 @@ def run_mcp(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def _runs_face(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``--face runs``: the Guild behind an MCP face (``orchestrator.runsface``); the workflow flags do not apply."""
     if args.face != "runs":
-        print(f"orchestrator mcp: --server does not apply to --face {args.face}", file=sys.stderr)
+        print(f"orchestrator mcp: invalid usage: --server does not apply to --face {args.face}", file=sys.stderr)
         return EXIT_CONFIG
     workflow_only = ("workflow_dir", "repo", "install_dir", "transport", "host", "port")
     misplaced = next((f"--{key.replace('_', '-')}" for key in workflow_only if getattr(args, key)), None)
     if misplaced is not None:
-        print(f"orchestrator mcp: {misplaced} does not apply to --face runs", file=sys.stderr)
+        print(f"orchestrator mcp: invalid usage: {misplaced} does not apply to --face runs", file=sys.stderr)
         return EXIT_CONFIG
     from pathlib import Path
 
@@ -75,8 +87,18 @@ def _runs_face(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return serve_runs_face(args.server or DEFAULT_SERVER, workspace, env)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the reason as the first stderr line (an MCP client often shows only the first line),
+    the usage after it."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"orchestrator mcp: invalid usage: {message}\n")
+        self.print_usage(sys.stderr)
+        raise SystemExit(EXIT_CONFIG)
+
+
 def main(argv: Sequence[str]) -> int:
     """``orchestrator mcp ARGS…`` (``argv`` without the ``mcp``)."""
-    parser = argparse.ArgumentParser(prog="orchestrator mcp", description=HELP)
+    parser = _Parser(prog="orchestrator mcp", description=HELP)
     add_mcp_arguments(parser)
     return run_mcp(parser.parse_args(list(argv)), dict(os.environ))

@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
+from functools import partial
 
 import anyio
 import trio
@@ -19,7 +20,7 @@ from orchestrator.workflow.errors import SessionStoreError, WorkspaceConfigError
 from orchestrator.workflow.http import HttpGuard, guard_from_env, run_http
 from orchestrator.workflow.server import WorkflowMCP, build_server, build_state, preload_corpus
 from orchestrator.workflow.serverconfig import WorkflowSettings
-from orchestrator.workflow.stdio import serve_stdio
+from orchestrator.workflow.stdio import Tap, serve_stdio
 from orchestrator.workflow.tools.runtime import JsonLog
 
 __all__ = ["run_stdio", "serve_main"]
@@ -38,7 +39,7 @@ def _configure_logging(log: JsonLog) -> None:
     root.setLevel(logging.WARNING)
 
 
-async def run_stdio(server: WorkflowMCP) -> None:
+async def run_stdio(server: WorkflowMCP, *, prelude: bytes = b"", tap: Tap | None = None) -> None:
     """Serve MCP on this process's stdin/stdout until the client closes stdin, loading the corpus on a
     worker thread meanwhile (``preload_corpus``).
 
@@ -47,7 +48,7 @@ async def run_stdio(server: WorkflowMCP) -> None:
     """
     async with trio.open_nursery() as nursery:
         nursery.start_soon(preload_corpus, server.state)
-        await serve_stdio(server)
+        await serve_stdio(server, prelude=prelude, tap=tap)
         nursery.cancel_scope.cancel()
 
 
@@ -64,12 +65,21 @@ def _config_error(log: JsonLog, message: str) -> int:
     return 2
 
 
-def serve_main(settings: WorkflowSettings, env: Mapping[str, str], *, hard_exit: bool = False) -> int:
+def serve_main(
+    settings: WorkflowSettings,
+    env: Mapping[str, str],
+    *,
+    hard_exit: bool = False,
+    prelude: bytes = b"",
+    recorder: Tap | None = None,
+) -> int:
     """Build and run the server (stdio until stdin closes; HTTP until SIGTERM/SIGINT). Returns the exit code
     (2 on bad config, an HTTP bind beyond loopback without ``WORKFLOW_SERVER_TOKEN`` included).
 
     ``hard_exit`` ends the process with ``os._exit`` once the server has stopped, skipping interpreter
     teardown (seconds with the SDK's module graph loaded); every session write is already durable.
+    ``prelude`` and ``recorder``: stdio only, from ``firstanswer.serve_stdio_fast`` (what its front read
+    first; the tap that records the first answers and drops the replayed ``initialize``'s).
     """
     log = JsonLog()
     _configure_logging(log)
@@ -102,7 +112,7 @@ def serve_main(settings: WorkflowSettings, env: Mapping[str, str], *, hard_exit:
 
             anyio.run(run_http, server, settings, guard, listening, backend="trio")
         else:
-            anyio.run(run_stdio, server, backend="trio")
+            anyio.run(partial(run_stdio, server, prelude=prelude, tap=recorder), backend="trio")
     except KeyboardInterrupt:
         return 130
     except OSError as exc:  # e.g. the port is taken

@@ -2,7 +2,7 @@
 
 ``load_workflow_settings(env, cli)`` is pure: it reads only the two mappings (plus the filesystem to
 see whether ``./workflows`` exists) and returns one frozen :class:`WorkflowSettings`. A value that
-cannot work (an unknown transport, a malformed repo pin, no workspace at all) raises
+cannot work (an unknown transport, a malformed repo pin) raises
 ``WorkspaceConfigError`` naming the flag or variable it came from. Numeric tuning knobs never fail
 startup: an unparseable value falls back to its default, and bounded ones are clamped.
 
@@ -64,6 +64,8 @@ class WorkflowSettings(msgspec.Struct, frozen=True, kw_only=True):
     workflow_dir: Path
     schemas_dir: Path
     workspace: Path | None = None
+    #: No flag or variable named a workspace, so the current directory is used (``orchestrator mcp`` says so).
+    workspace_defaulted: bool = False
     engineering_dir: Path | None = None
     repo: str | None = None
     install_dir: Path
@@ -138,7 +140,9 @@ def load_workflow_settings(
     """Resolve the settings. Raises ``WorkspaceConfigError`` naming the offending flag or variable.
 
     ``require_workspace`` (default on, as at server startup) demands a workspace, a repo pin or a
-    multi-root engineering dir; tests of workspace-free tools may switch it off.
+    multi-root engineering dir: with none of them given, the current directory (``cwd``) is the workspace
+    and ``workspace_defaulted`` is set, like every other ``orchestrator`` command. Tests of workspace-free
+    tools may switch it off (the workspace then stays ``None``).
     """
     cli = cli or {}
     base = (cwd or Path.cwd()).resolve()
@@ -241,10 +245,7 @@ def load_workflow_settings(
         ),
     )
     if require_workspace and workspace is None and repo is None and root_mode(settings) != "multi":
-        raise WorkspaceConfigError(
-            "no workspace configured: pass --workspace (or set WORKFLOW_WORKSPACE / WORKTREE_ROOT), pin a repo "
-            "with --repo / WORKFLOW_SERVER_REPO, or point WORKFLOW_SERVER_ENGINEERING_DIR at a projects multi-root"
-        )
+        settings = msgspec.structs.replace(settings, workspace=base, workspace_defaulted=True)
     return settings
 
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Protocol
 
 import trio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
-__all__ = ["FdLineReader", "FdTextWriter", "claim_stdio", "serve_stdio"]
+__all__ = ["FdLineReader", "FdTextWriter", "Tap", "claim_stdio", "serve_stdio"]
 
 _CHUNK = 1 << 16
 
@@ -31,9 +32,9 @@ _CHUNK = 1 << 16
 class FdLineReader:
     """An async iterator of ``str`` lines (newline kept) read from a pipe descriptor."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, prefix: bytes = b"") -> None:
         self._stream = trio.lowlevel.FdStream(fd)
-        self._buffer = bytearray()
+        self._buffer = bytearray(prefix)  # bytes already read from the pipe by someone else (``firstanswer``)
         self._scanned = 0  # bytes of the buffer already known to hold no newline
         self._eof = False
 
@@ -82,9 +83,10 @@ class FdTextWriter:
         await self._stream.aclose()
 
 
-def claim_stdio() -> tuple[FdLineReader, FdTextWriter, Callable[[], None]]:
+def claim_stdio(prefix: bytes = b"") -> tuple[FdLineReader, FdTextWriter, Callable[[], None]]:
     """The wire's reader and writer on private duplicates of fd 0 and 1, and the function that restores
-    the two standard descriptors. Raises ``OSError`` when the descriptors cannot be duplicated."""
+    the two standard descriptors; the reader yields ``prefix`` first. Raises ``OSError`` when the
+    descriptors cannot be duplicated."""
     wire_in = os.dup(0)
     wire_out = os.dup(1)
     saved_in, saved_out = os.dup(0), os.dup(1)
@@ -104,13 +106,50 @@ def claim_stdio() -> tuple[FdLineReader, FdTextWriter, Callable[[], None]]:
             finally:
                 os.close(saved)
 
-    return FdLineReader(wire_in), FdTextWriter(wire_out), release
+    return FdLineReader(wire_in, prefix), FdTextWriter(wire_out), release
 
 
-async def serve_stdio(server: MCPServer) -> None:
+class Tap(Protocol):
+    """Sees every incoming line, and every outgoing message before it is sent (``None``: drop it)."""
+
+    def incoming(self, line: str) -> None: ...
+
+    def outgoing(self, text: str) -> str | None: ...
+
+
+class _TappedReader:
+    def __init__(self, reader: FdLineReader, tap: Tap) -> None:
+        self._reader, self._tap = reader, tap
+
+    def __aiter__(self) -> _TappedReader:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._reader.__anext__()
+        self._tap.incoming(line)
+        return line
+
+
+class _TappedWriter:
+    def __init__(self, writer: FdTextWriter, tap: Tap) -> None:
+        self._writer, self._tap = writer, tap
+
+    async def write(self, text: str) -> None:
+        shown = self._tap.outgoing(text)
+        if shown is not None:
+            await self._writer.write(shown)
+
+    async def flush(self) -> None:
+        await self._writer.flush()
+
+
+async def serve_stdio(server: MCPServer, *, prelude: bytes = b"", tap: Tap | None = None) -> None:
     """Serve ``server`` on this process's stdin/stdout until the client closes stdin (fd 0/1 diverted
-    meanwhile, restored after)."""
-    reader, writer, release = claim_stdio()
+    meanwhile, restored after). ``prelude``: input already read from fd 0, served first; ``tap`` watches
+    the wire (``firstanswer.Recorder``)."""
+    raw_reader, raw_writer, release = claim_stdio(prelude)
+    reader: object = raw_reader if tap is None else _TappedReader(raw_reader, tap)
+    writer: object = raw_writer if tap is None else _TappedWriter(raw_writer, tap)
     try:
         async with stdio_server(stdin=reader, stdout=writer) as (read_stream, write_stream):  # type: ignore[arg-type]
             lowlevel = server._lowlevel_server
