@@ -67,11 +67,10 @@ def test_multi_mode_needs_a_repo_and_scans_every_project(tmp_path: Path) -> None
     assert root_mode(named) == "multi"
 
 
-def test_no_workspace_is_a_startup_error(tmp_path: Path) -> None:
-    from orchestrator.workflow.errors import WorkspaceConfigError
-
-    with pytest.raises(WorkspaceConfigError, match="WORKFLOW_WORKSPACE"):
-        load_workflow_settings({"HOME": str(tmp_path)}, {}, cwd=tmp_path)
+def test_no_workspace_means_single_mode_in_the_current_directory(tmp_path: Path) -> None:
+    s = load_workflow_settings({"HOME": str(tmp_path / "home")}, {}, cwd=tmp_path)
+    assert (root_mode(s), s.workspace_defaulted) == ("single", True)
+    assert planning_root(s) == tmp_path.resolve() / ".engineering/artifacts/planning"
 
 
 # ------------------------------------------------------------------------------------------ slugs
