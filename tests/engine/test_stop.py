@@ -4,34 +4,19 @@ event — from a tool subprocess, a model call, a pending question, an interlude
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import trio
 from tests.engine.harness import call, of_type, turn
 from tests.engine.interlude_runs import HANDLERS, ROLES, run
-from tests.helpers import make_settings
+from tests.helpers import SLEEPER, make_settings, process_gone
 
 from orchestrator.engine.checkpoint import load_checkpoint
 from orchestrator.engine.controls import RunControls, RunStop
 from orchestrator.engine.runfolder import read_meta
 
-#: A command that records its pid, then sleeps far longer than any test waits.
-SLEEPER = "echo $$ > sleeper.pid; exec sleep 60"
 STALL = {"fail": {"stallBeforeHeadersMs": 60000}}
-
-
-def _gone(pid: int) -> bool:
-    """The process no longer exists (or is a zombie nobody has reaped yet)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
-    except (OSError, IndexError):
-        return True
 
 
 def _stopped_by(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -76,7 +61,7 @@ async def test_a_stop_kills_the_tool_subprocess_before_the_run_returns(tmp_path:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(operator)
                 outcome, events = await run(settings, tmp_path, controls=runs)
-    assert _gone(pids[0])  # no window: the group was killed and reaped before the run returned
+    assert process_gone(pids[0])  # no window: the group was killed and reaped before the run returned
     meta = read_meta(outcome.run_dir)
     assert meta is not None and meta.status == "cancelled" and meta.result is None and meta.end_time
     assert meta.error is not None and meta.error.kind == "interrupted"
@@ -201,7 +186,7 @@ async def test_a_stop_right_after_a_plan_modification_ends_the_run(tmp_path: Pat
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(operator)
                 outcome, events = await run(settings, tmp_path, controls=runs, log_listeners=[listener])
-    assert _gone(int((tmp_path / "sleeper.pid").read_text()))
+    assert process_gone(int((tmp_path / "sleeper.pid").read_text()))
     assert outcome.meta.status == "cancelled"
     kinds = [e["type"] for e in events]
     assert kinds.index("plan_modification") < kinds.index("run_stopped") == len(kinds) - 1
