@@ -1,0 +1,70 @@
+"""Stop in a real browser: the Watch screen's Stop… asks first, then the run's sleeping command is gone, the
+run reads Cancelled within a second of the click, and the next queued task starts."""
+
+from __future__ import annotations
+
+import time
+
+from playwright.sync_api import Page, expect
+from tests.helpers import SLEEPER, process_gone
+from tests.web.harness import Shots, UiService, call, finish, turn
+
+
+def test_stop_on_a_live_run_cancels_it_and_the_next_task_starts(
+    page: Page, ui_service: UiService, shots: Shots
+) -> None:
+    ui_service.script(
+        [
+            turn("lead", call("agent", role="coder", task="wait for it")),
+            turn("coder", call("run_shell", command=SLEEPER)),
+            turn("lead", finish("The second task is done."), last="second task"),
+        ]
+    )
+    pid_file = ui_service.workspace / "sleeper.pid"
+    pid_file.unlink(missing_ok=True)
+    page.goto("/")
+    page.get_by_test_id("compose-task").fill("first task: sleep")
+    page.get_by_test_id("compose-submit").click()
+    run_id = ui_service.active_run_id()
+    queued = ui_service.http.post("/api/queue", json={"task": "second task"}).json()
+    pid = ui_service.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), what="the sleeping command")
+
+    expect(page.get_by_test_id("watch-run-id")).to_have_text(run_id)
+    page.get_by_test_id("watch-stop").click()
+    modal = page.get_by_test_id("stop-modal")
+    expect(modal).to_be_visible()
+    expect(modal.get_by_test_id("stop-cancel")).to_be_focused()  # the safe choice has the focus
+    expect(modal.get_by_test_id("stop-task")).to_have_text("first task: sleep")
+    shots.save(page, "stop-confirm")
+    modal.get_by_test_id("stop-cancel").click()  # "Keep running" keeps it running
+    expect(modal).to_be_hidden()
+    assert ui_service.json(f"/api/runs/{run_id}")["status"] == "running"
+
+    page.get_by_test_id("watch-stop").click()
+    clicked = time.monotonic()
+    modal.get_by_test_id("stop-confirm").click()
+    expect(page.get_by_test_id("watch-status")).to_have_attribute("data-status", "cancelled")
+    shown = time.monotonic() - clicked
+    ui_service.wait_for(lambda: process_gone(int(pid)), what=f"the command's process {pid} to end")
+    gone = time.monotonic() - clicked
+    assert shown < 1.0, f"the Cancelled status took {shown:.2f} s to show"
+    assert gone < 1.0, f"the command outlived the stop by {gone:.2f} s"
+    expect(page.get_by_test_id("watch-status")).to_have_text("Cancelled")
+    expect(page.get_by_test_id("watch-run-id")).to_have_text(run_id)  # pinned: the stopped run stays on screen
+    expect(page.get_by_test_id("watch-stop")).to_be_hidden()
+    expect(page.get_by_test_id("watch-interrupt")).to_be_hidden()
+    shots.save(page, "stopped")
+
+    # The queue moves on: the second task runs; "Follow the active run" (or the history) leads to it.
+    second = ui_service.wait_for(
+        lambda: next((i for i in ui_service.queue() if i["id"] == queued["id"] and i.get("runId")), None),
+        what="the queued task to start",
+    )
+    ui_service.run_status(second["runId"], "success")
+    page.goto(f"/#watch/{second['runId']}")
+    expect(page.get_by_test_id("watch-status")).to_have_attribute("data-status", "success")
+    (stopped,) = [i for i in ui_service.queue() if i.get("runId") == run_id]
+    assert stopped["status"] == "cancelled"
+    events = ui_service.json(f"/api/runs/{run_id}/log", params={"limit": 500})["events"]
+    assert events[-1]["type"] == "run_stopped" and events[-1]["payload"]["by"] == "ui"
+    ui_service.wait_idle()
