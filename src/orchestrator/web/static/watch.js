@@ -8,7 +8,7 @@ import { duration, fill, firstLine, h, isTerminal, shortTime, statusBadge } from
 import { markdownBlock, optional } from "./optional.js";
 import { runStatus, statusWord } from "./status.js";
 import { createAnswerCards, createInterruptModal, interruptHistory } from "./steer.js";
-import { createStopModal } from "./stop.js";
+import { createStopModal, nextStepButtons, offersNextStep } from "./stop.js";
 
 function tokens(view) {
   const b = (view && view.budgets) || {};
@@ -71,6 +71,7 @@ export function createWatch(root, app) {
   const seqBtn = h("button", { type: "button", class: "segment", testid: "view-mode-sequence" }, "Sequence");
   const interrupt = h("button", { type: "button", class: "btn", testid: "watch-interrupt" }, "Interrupt…");
   const stop = h("button", { type: "button", class: "btn danger", testid: "watch-stop" }, "Stop…");
+  const next = h("span", { class: "watch-next", hidden: true }); // Retry / Continue after a failed or stopped run
   const pending = h("span", { class: "badge tone-warn", testid: "interrupt-pending", hidden: true },
     "interrupt pending");
   const follow = h("button", { type: "button", class: "btn small", testid: "watch-follow", hidden: true },
@@ -89,7 +90,7 @@ export function createWatch(root, app) {
       task, facts, threads,
       h("div", { class: "watch-controls" },
         h("div", { class: "segmented", role: "group", "aria-label": "View" }, flowBtn, seqBtn),
-        interrupt, stop)),
+        interrupt, stop, next)),
     result,
     h("div", { class: "watch-main", testid: "watch-main" },
       viewRoot,
@@ -267,6 +268,9 @@ export function createWatch(root, app) {
       sideEmpty(!listedAny && !(sent.get(runId) || []).length && !runView.plan);
       renderResult(runView, shown);
       renderPlan(runView.plan);
+      next.hidden = !offersNextStep(runView.status);
+      if (next.hidden) next.replaceChildren();
+      else next.replaceChildren(nextStepButtons(app, run || runView, "watch-next"));
     }
     cards.check(runId, runView);
     renderView(runView, state.flow);
