@@ -202,3 +202,23 @@ async def test_a_run_stopped_before_it_starts_asks_no_model(tmp_path: Path, sim_
         requests = await sim.responses_requests()
     assert outcome.meta.status == "cancelled" and requests == []
     assert _stopped_by(events)["by"] == "api"
+
+
+async def test_a_stop_ends_the_run_s_mcp_server_process(tmp_path: Path, sim_for) -> None:
+    from tests.mcpclient.support import mcp_settings, stdio_server
+
+    script = {"turns": [turn("lead", call("fx__pid")), turn("lead", call("fx__hang"))]}
+    stop = RunStop()
+
+    def listener(event: Any) -> None:
+        if type(event).__name__ == "ToolCallEvent" and event.payload.tool == "fx__hang":
+            stop.stop("api")
+
+    async with sim_for(script) as sim:
+        settings = mcp_settings(tmp_path, sim.base_url, {"lead": ["finish", "mcp:fx/*"]}, {"fx": stdio_server()})
+        with trio.fail_after(20):
+            outcome, events = await run(settings, tmp_path, stop=stop, log_listeners=[listener])
+    (pid_result, *_rest) = [p["result"] for p in of_type(events, "tool_result")]
+    server_pid = int(pid_result["data"]["result"])
+    assert outcome.meta.status == "cancelled"
+    assert process_gone(server_pid)  # the MCP server process ended with the run
