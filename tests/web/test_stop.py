@@ -62,6 +62,7 @@ def test_stop_on_a_live_run_cancels_it_and_the_next_task_starts(
     expect(page.get_by_test_id("watch-stop")).to_be_hidden()
     expect(page.get_by_test_id("watch-interrupt")).to_be_hidden()
     expect(page.get_by_test_id("watch-next-retry")).to_be_visible()
+    expect(page.get_by_test_id("watch-result-error")).to_have_text("the operator stopped the run (from the web UI)")
     expect(page.get_by_test_id("result-modal")).to_be_hidden()  # this page stopped it: no pop-up
     shots.save(page, "stopped")
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import cast
 
 from quart import Blueprint, Response, request
 
@@ -21,7 +22,7 @@ from orchestrator.service.routes.common import (
 )
 from orchestrator.service.runindex import RunIndexes
 from orchestrator.service.views import latest_run_id, list_runs, read_text, run_view
-from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS, STOP_ORIGINS
+from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS, STOP_ORIGINS, StopOrigin
 
 __all__ = ["runs_blueprint"]
 
@@ -119,7 +120,7 @@ def runs_blueprint(service: Service, indexes: RunIndexes, folders: RunFolders) -
         if not folders.known(run_id):
             return error_response("not_found", 404)
         try:
-            status = await service.stop_run(run_id, by or "api")  # type: ignore[arg-type]
+            status = await service.stop_run(run_id, cast(StopOrigin, by or "api"))
         except RunNotActive as exc:
             answer = {"ok": False, "error": "run_not_active", "runId": run_id, "status": exc.status}
             return json_response({**answer, "message": str(exc)}, 409)

@@ -206,15 +206,18 @@ export function createWatch(root, app) {
     if (!view) viewRoot.replaceChildren(fallbackView(runView));
   }
 
+  /** The result card once the run has ended; a run that ended without one (stopped, interrupted by a
+   * restart) shows its status and why. */
   function renderResult(runView, shown) {
     const card = runView.result;
-    result.hidden = !card || runView.status === "running";
+    const why = runView.error && runView.error.message;
+    result.hidden = (!card && !why) || runView.status === "running";
     if (result.hidden) return;
-    const status = card.status || runView.status;
+    const status = (card && card.status) || runView.status;
     fill(result,
       h("h3", {}, "Result ", statusBadge(status === "needs_clarification" ? shown : status, "watch-result-status")),
-      card.summary ? markdownBlock(card.summary, "md", "watch-result-summary") : null,
-      runView.error && runView.error.message ? h("p", { class: "q-error" }, runView.error.message) : null);
+      card && card.summary ? markdownBlock(card.summary, "md", "watch-result-summary") : null,
+      why ? h("p", { class: "q-error", testid: "watch-result-error" }, why) : null);
   }
 
   function renderPlan(text) {
