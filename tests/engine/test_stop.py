@@ -11,6 +11,7 @@ import trio
 from tests.engine.harness import call, of_type, turn
 from tests.engine.interlude_runs import HANDLERS, ROLES, run
 from tests.helpers import SLEEPER, make_settings, process_gone
+from tests.slowness import budget
 
 from orchestrator.engine.checkpoint import load_checkpoint
 from orchestrator.engine.controls import RunControls, RunStop
@@ -19,13 +20,19 @@ from orchestrator.engine.runfolder import read_meta
 STALL = {"fail": {"stallBeforeHeadersMs": 60000}}
 
 
+def _hang() -> float:
+    """A stopped run returns in well under a second; this only guards against a hang (and stays below
+    the 60 s that the sleeping command and the stalled model call would take if the stop did not end them)."""
+    return min(budget(20), 50)
+
+
 def _stopped_by(events: list[dict[str, Any]]) -> dict[str, Any]:
     assert events[-1]["type"] == "run_stopped", events[-1]
     return events[-1]["payload"]
 
 
 async def _wait_for_file(path: Path) -> int:
-    with trio.fail_after(10):
+    with trio.fail_after(budget(10)):
         while not path.exists() or not path.read_text().strip():  # noqa: ASYNC110 (a file, no event)
             await trio.sleep(0.01)
     return int(path.read_text())
@@ -57,7 +64,7 @@ async def test_a_stop_kills_the_tool_subprocess_before_the_run_returns(tmp_path:
 
     async with sim_for(script) as sim:
         settings = make_settings(tmp_path, sim.base_url, roles=ROLES)
-        with trio.fail_after(20):  # the 60 s command is killed, never waited for
+        with trio.fail_after(_hang()):  # the 60 s command is killed, never waited for
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(operator)
                 outcome, events = await run(settings, tmp_path, controls=runs)
@@ -86,7 +93,7 @@ async def test_a_stop_cuts_the_model_call_in_flight(tmp_path: Path, sim_for) -> 
 
     async with sim_for({"turns": [turn("lead", **STALL)]}) as sim:
         settings = make_settings(tmp_path, sim.base_url, roles=ROLES)
-        with trio.fail_after(20):
+        with trio.fail_after(_hang()):
             outcome, events = await run(settings, tmp_path, stop=stop, log_listeners=[listener])
         requests = await sim.responses_requests()
     assert outcome.meta.status == "cancelled"
@@ -127,7 +134,7 @@ async def test_a_stop_while_a_question_is_pending_ends_the_wait(tmp_path: Path, 
 
     async with sim_for(script) as sim:
         settings = make_settings(tmp_path, sim.base_url, roles={**ROLES, "lead": ["agent", "finish"]})
-        with trio.fail_after(20):
+        with trio.fail_after(_hang()):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(operator)
                 outcome, events = await run(settings, tmp_path, controls=runs, human=human)
@@ -149,7 +156,7 @@ async def test_a_stop_during_an_interlude_keeps_the_chain_without_the_handler(tm
 
     async with sim_for({"turns": [turn("inquiry_responder", **STALL)]}) as sim:
         settings = make_settings(tmp_path, sim.base_url, roles=ROLES, **HANDLERS)
-        with trio.fail_after(20):
+        with trio.fail_after(_hang()):
             outcome, events = await run(settings, tmp_path, stop=stop, interrupts=queue, log_listeners=[listener])
     assert outcome.meta.status == "cancelled"
     assert of_type(events, "interrupt") and not of_type(events, "interrupt_resolved")
@@ -182,7 +189,7 @@ async def test_a_stop_right_after_a_plan_modification_ends_the_run(tmp_path: Pat
 
     async with sim_for(script) as sim:
         settings = make_settings(tmp_path, sim.base_url, roles=ROLES)
-        with trio.fail_after(20):
+        with trio.fail_after(_hang()):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(operator)
                 outcome, events = await run(settings, tmp_path, controls=runs, log_listeners=[listener])
@@ -197,7 +204,7 @@ async def test_a_run_stopped_before_it_starts_asks_no_model(tmp_path: Path, sim_
     stop.stop("api")
     async with sim_for({"turns": [turn("lead", call("finish", status="success", summary="never"))]}) as sim:
         settings = make_settings(tmp_path, sim.base_url, roles=ROLES)
-        with trio.fail_after(20):
+        with trio.fail_after(_hang()):
             outcome, events = await run(settings, tmp_path, stop=stop)
         requests = await sim.responses_requests()
     assert outcome.meta.status == "cancelled" and requests == []
@@ -216,7 +223,7 @@ async def test_a_stop_ends_the_run_s_mcp_server_process(tmp_path: Path, sim_for)
 
     async with sim_for(script) as sim:
         settings = mcp_settings(tmp_path, sim.base_url, {"lead": ["finish", "mcp:fx/*"]}, {"fx": stdio_server()})
-        with trio.fail_after(20):
+        with trio.fail_after(_hang()):
             outcome, events = await run(settings, tmp_path, stop=stop, log_listeners=[listener])
     (pid_result, *_rest) = [p["result"] for p in of_type(events, "tool_result")]
     server_pid = int(pid_result["data"]["result"])

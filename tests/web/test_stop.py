@@ -8,6 +8,7 @@ import time
 
 from playwright.sync_api import Page, expect
 from tests.helpers import SLEEPER, process_gone
+from tests.slowness import budget
 from tests.web.harness import Shots, UiService, call, finish, turn
 
 
@@ -55,8 +56,8 @@ def test_stop_on_a_live_run_cancels_it_and_the_next_task_starts(
     shown = time.monotonic() - clicked
     ui_service.wait_for(lambda: process_gone(int(pid)), what=f"the command's process {pid} to end")
     gone = time.monotonic() - clicked
-    assert shown < 1.0, f"the Cancelled status took {shown:.2f} s to show"
-    assert gone < 1.0, f"the command outlived the stop by {gone:.2f} s"
+    assert shown < budget(1.0), f"the Cancelled status took {shown:.2f} s to show"  # 0.14-0.26 s measured
+    assert gone < budget(1.0), f"the command outlived the stop by {gone:.2f} s"
     expect(page.get_by_test_id("watch-status")).to_have_text("Cancelled")
     expect(page.get_by_test_id("watch-run-id")).to_have_text(run_id)  # pinned: the stopped run stays on screen
     expect(page.get_by_test_id("watch-stop")).to_be_hidden()
