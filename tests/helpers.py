@@ -6,6 +6,7 @@ Integration tests replace only the wire: the sim is a real Responses-API HTTP se
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -133,3 +134,20 @@ def make_settings(
     guild = write_guild(tmp_path / "guild", roles or DEFAULT_ROLES)
     deployment = write_deployment(tmp_path / "deployment.json", api_base, **executor)
     return load_settings(guild, deployment, dict(env or {}), secrets_dir=tmp_path / "no-secrets")
+
+
+#: A ``run_shell`` command that writes its pid to ``sleeper.pid`` (in the workspace), then sleeps far
+#: longer than any test waits: what a stop must end.
+SLEEPER = "echo $$ > sleeper.pid; exec sleep 60"
+
+
+def process_gone(pid: int) -> bool:
+    """The process no longer exists (or is a zombie nobody has reaped yet: it runs nothing)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    except (OSError, IndexError):
+        return True

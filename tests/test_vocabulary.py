@@ -23,6 +23,7 @@ def test_every_log_event_type_is_a_vocabulary_name() -> None:
 def test_tiers_and_levels() -> None:
     assert vocabulary.EFFORT_TIERS == ("quick", "standard", "thorough")
     assert vocabulary.LOG_LEVELS == ("full", "standard")
+    assert vocabulary.STOP_ORIGINS == ("api", "mcp", "ui")
 
 
 @pytest.mark.parametrize(

@@ -39,12 +39,15 @@ __all__ = [
     "ROLE_NOT_FOUND",
     "ROLE_START",
     "RUN_RESUMED",
+    "RUN_STOPPED",
+    "STOP_ORIGINS",
     "TERMINATE",
     "TOOL_CALL",
     "TOOL_RESULT",
     "UNKNOWN_TOOL",
     "Effort",
     "LogLevel",
+    "StopOrigin",
     "json_type",
 ]
 
@@ -59,6 +62,10 @@ LogLevel = Literal["full", "standard"]
 LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
 #: The level of a run when neither the run, the project nor the deployment sets one.
 DEFAULT_LOG_LEVEL: Final = "full"
+
+#: Who stopped a run (``run_stopped.by``): an HTTP client, the MCP runs face, the web UI's Stop button.
+StopOrigin = Literal["api", "mcp", "ui"]
+STOP_ORIGINS: tuple[str, ...] = get_args(StopOrigin)
 
 # --- run-log event types: the ``type`` of each ``log.jsonl`` line ----------------------------------
 
@@ -89,6 +96,8 @@ ASK_HUMAN: Final = "ask_human"
 HUMAN_ANSWER: Final = "human_answer"
 OPERATOR_NOTICE: Final = "operator_notice"
 RUN_RESUMED: Final = "run_resumed"
+#: The operator stopped the run: its root scope was cancelled; the run ends ``cancelled``.
+RUN_STOPPED: Final = "run_stopped"
 #: A handler ended its target role. The flow view and the log window read it; no writer emits it yet.
 TERMINATE: Final = "terminate"
 

@@ -69,3 +69,19 @@ def test_reconcile_marks_a_run_with_a_wrong_snapshot_interrupted(tmp_path: Path,
 def test_reconcile_survives_a_deeply_nested_state_json(tmp_path: Path) -> None:
     run_dir = _unresumable_run(tmp_path, DEEP_JSON, with_meta=True)
     _assert_marked_interrupted(tmp_path, run_dir, with_meta=True)
+
+
+@pytest.mark.parametrize(("status", "kept"), [("cancelled", True), ("success", False), ("error", False)])
+def test_a_finished_run_is_never_resumed_and_only_a_stopped_one_keeps_its_checkpoint(
+    tmp_path: Path, status: str, kept: bool
+) -> None:
+    run_dir = _unresumable_run(tmp_path, b"{}", with_meta=True)
+    meta = read_meta(run_dir)
+    assert meta is not None
+    meta.status = status
+    write_meta(run_dir, meta)
+    found = reconcile_runs(tmp_path)
+    assert found.resumable is None and found.interrupted == {}
+    assert (run_dir / SNAPSHOT).exists() is kept and (run_dir / JOURNAL).exists() is kept
+    after = read_meta(run_dir)
+    assert after is not None and after.status == status

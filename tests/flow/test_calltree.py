@@ -228,6 +228,11 @@ def test_a_live_run_counts_open_intervals_up_to_now_and_a_dead_one_marks_them_ab
     assert (dead.status, dead.severity, dead.failed_branch, dead.duration_ms) == ("abandoned", "fail", True, 3000)
     (row,) = waterfall(state, "interrupted", now).rows
     assert (row.tool_ms, row.status) == (0, "abandoned")
+    (stopped,) = call_tree(state, "cancelled", now).nodes  # the operator stopped it: not a failure
+    assert (stopped.status, stopped.severity, stopped.note) == ("stopped", "warn", "the operator stopped the run")
+    assert not stopped.failed_branch
+    (row,) = waterfall(state, "cancelled", now).rows
+    assert row.status == "stopped"
 
 
 def test_restart_duplicates_and_malformed_events_are_skipped() -> None:

@@ -17,6 +17,7 @@ from orchestrator.flow import FlowState, build_model, finalize, fold, run_status
         ("error", "error"),
         ("needs_clarification", "needs_clarification"),
         ("interrupted", "interrupted"),
+        ("cancelled", "cancelled"),
         (None, "unknown"),
         ("", "unknown"),
         ("done", "unknown"),
@@ -41,7 +42,7 @@ def test_open_work_stays_in_flight_while_the_run_is_active(meta: str | None) -> 
     assert (ret.lifecycle, ret.settled_at) == ("in_flight", None)
 
 
-@pytest.mark.parametrize("meta", ["success", "error", "interrupted"])
+@pytest.mark.parametrize("meta", ["success", "error", "interrupted", "cancelled"])
 def test_a_terminal_run_settles_open_calls_at_now_and_returns_at_their_own_time(meta: str) -> None:
     call = build_model(OPEN_CALL, meta_status=meta, now=at(30)).operations[0]
     assert (call.lifecycle, call.settled_at) == ("settled", at(30))

@@ -88,7 +88,7 @@ def test_a_known_meta_status_is_its_own_run_status(status: str) -> None:
     assert run_status(status) == status
 
 
-@pytest.mark.parametrize("status", [None, "", "cancelled", "SUCCESS"])
+@pytest.mark.parametrize("status", [None, "", "stopped", "SUCCESS"])
 def test_anything_else_is_unknown(status: str | None) -> None:
     assert run_status(status) == "unknown"
 

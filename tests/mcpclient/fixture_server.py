@@ -2,7 +2,8 @@
 
 Tools: ``echo`` (text back), ``add`` (structured result), ``secret_env`` (the value of FIXTURE_TOKEN,
 to prove secrets are passed and scrubbed), ``env_names``, ``fail`` (an ``isError`` result), ``crash`` (the process
-exits mid-call), ``exit_soon`` (answers, then the process exits), ``hang`` (never answers). Runs over
+exits mid-call), ``exit_soon`` (answers, then the process exits), ``hang`` (never answers), ``pid`` (the
+server process's id). Runs over
 stdio when executed; the tests serve ``build().streamable_http_app()`` with Hypercorn's trio worker for
 Streamable HTTP.
 """
@@ -63,6 +64,11 @@ def build() -> MCPServer:
         """Answer, then exit the process a moment later (a crash between calls)."""
         threading.Timer(0.2, os._exit, [4]).start()
         return "exiting"
+
+    @server.tool()
+    async def pid() -> int:
+        """The server process's id."""
+        return os.getpid()
 
     @server.tool()
     async def hang() -> str:

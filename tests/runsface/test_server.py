@@ -19,10 +19,10 @@ import trio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from tests.engine.harness import call, finish, turn
-from tests.helpers import REPO
+from tests.helpers import REPO, SLEEPER, process_gone
 from tests.service.server import serve_process, write_config
 
-TOOLS = {"submit_task", "run_status", "run_result", "answer_question", "interrupt", "list_runs"}
+TOOLS = {"submit_task", "run_status", "run_result", "answer_question", "interrupt", "stop_run", "list_runs"}
 
 
 @asynccontextmanager
@@ -77,6 +77,7 @@ async def test_with_no_service_every_tool_says_so(tmp_path: Path) -> None:
         "run_result": {"run_id": "run-20260101-000000"},
         "answer_question": {"answer": "yes"},
         "interrupt": {"run_id": "run-20260101-000000", "kind": "inquiry", "message": "how is it going?"},
+        "stop_run": {"run_id": "run-20260101-000000"},
         "list_runs": {},
     }
     async with runs_face(url, tmp_path) as session:
@@ -167,6 +168,44 @@ async def test_a_run_that_stops_to_ask_is_answered_through_the_queue(tmp_path: P
     assert answered["ok"] and answered["queueId"] == queue_id
     assert done["run"]["runId"] != run_id and done["run"]["status"] == "success"
     assert result["card"]["summary"] == "painted the shed green"
+
+
+async def test_stop_run_ends_the_active_run_and_the_queued_task_starts(tmp_path: Path, sim_for) -> None:
+    script = {
+        "turns": [
+            turn("lead", call("run_shell", command=SLEEPER)),
+            turn("lead", finish("the next one ran"), last="next task"),
+        ]
+    }
+    async with sim_for(script) as sim:
+        guild, deployment = write_config(tmp_path, sim.base_url, {"lead": ["finish", "run_shell"]})
+        async with (
+            serve_process(tmp_path, guild=guild, deployment=deployment) as server,
+            runs_face(server.base_url, server.workspace) as session,
+        ):
+            _, submitted = await tool(session, "submit_task", task="sleep on it")
+            run_id = submitted["runId"]
+            _, queued = await tool(session, "submit_task", task="next task")
+            pid_file = server.workspace / "sleeper.pid"
+            pid = await server.wait_for(lambda: _read_pid(pid_file), what="the sleeping tool")
+            stopped = await tool(session, "stop_run", run_id=run_id)
+            gone = process_gone(pid)
+            _, status = await tool(session, "run_status", run_id=run_id)
+            _, result = await tool(session, "run_result", run_id=run_id)
+            again = await tool(session, "stop_run", run_id=run_id)
+            nxt = await poll(session, "run_status", lambda a: a.get("queueStatus") == "done", run_id=queued["queueId"])
+            events = await server.events(run_id)
+    assert stopped == (False, {"ok": True, "runId": run_id, "status": "cancelled"})
+    assert gone and status["status"] == "cancelled"
+    assert result["card"]["error"]["message"] == "the operator stopped the run (through the MCP runs face)"
+    assert again[0] and f"run {run_id} is cancelled, not the active run" in again[1] and "409" in again[1]
+    assert nxt["run"]["status"] == "success"
+    assert events[-1]["type"] == "run_stopped" and events[-1]["payload"]["by"] == "mcp"
+
+
+async def _read_pid(path: Path) -> int | None:
+    text = path.read_text().strip() if path.exists() else ""
+    return int(text) if text else None
 
 
 async def test_the_token_is_sent_and_a_refusal_is_explained(tmp_path: Path) -> None:

@@ -61,6 +61,7 @@ RENDERINGS: list[tuple[str, Record, str]] = [
         "operator · inquiry dropped (not configured): hi",
     ),
     ("run_resumed", {"runId": "r", "resumedFrames": 2}, "run · resumed (2 frames)"),
+    ("run_stopped", {"runId": "r", "by": "ui", "liveRoles": ["lead-0-1"]}, "operator · stopped the run (ui)"),
     ("llm_unavailable", {"role": "a", "message": "503"}, "a · model unavailable: 503"),
     (
         "llm_retry",

@@ -166,6 +166,17 @@ ROWS = [
         True,
     ),
     Row(
+        "settle cancelled (the operator stopped the run): cancelled, runId kept, who stopped it",
+        [BOUND],
+        Settle(R1, "cancelled", error="the operator stopped the run (from the web UI)"),
+        [
+            msgspec.structs.replace(
+                BOUND, status="cancelled", error="the operator stopped the run (from the web UI)", settled_at=STAMP
+            )
+        ],
+        True,
+    ),
+    Row(
         "settle: an item no longer active is not touched",
         [it("a", "done", run_id=R1, settled_at=END)],
         Settle(R1, "error", error="late"),
@@ -523,7 +534,7 @@ OPS = st.lists(
             ]
         ),
         st.integers(min_value=0, max_value=20),
-        st.sampled_from(["success", "error", "needs_clarification", "interrupted", "running", None]),
+        st.sampled_from(["success", "error", "needs_clarification", "interrupted", "cancelled", "running", None]),
     ),
     max_size=40,
 )

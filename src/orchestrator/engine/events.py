@@ -36,6 +36,7 @@ __all__ = [
     "role_not_found",
     "role_start",
     "run_resumed",
+    "run_stopped",
     "tool_call",
     "tool_result",
 ]
@@ -274,3 +275,9 @@ def human_answer(question_id: str, answer: str) -> e.HumanAnswer:
 
 def run_resumed(run_id: str, frames: int) -> e.RunResumed:
     return e.RunResumed(timestamp=utc_timestamp(), payload=e.RunResumedPayload(run_id=run_id, resumed_frames=frames))
+
+
+def run_stopped(run_id: str, by: names.StopOrigin, live_roles: list[str]) -> e.RunStopped:
+    return e.RunStopped(
+        timestamp=utc_timestamp(), payload=e.RunStoppedPayload(run_id=run_id, by=by, live_roles=live_roles)
+    )

@@ -5,7 +5,7 @@ candidate with a valid checkpoint resumes under its own id; every other candidat
 corrupt one, or superseded by a newer resumable run — gets a terminal ``meta.json`` with
 ``status: "interrupted"`` and ``error: {kind: "interrupted", message}`` saying why, its original fields
 kept, and its checkpoint files removed. A run whose meta is already terminal only has leftovers of
-a kill during its last writes tidied away.
+a kill during its last writes tidied away (a ``cancelled`` run's final checkpoint is kept).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def reconcile_runs(workspace: Path, *, guild_path: str = "") -> Reconciliation:
     for run_dir in run_dirs:
         meta = read_meta(run_dir)
         if meta is not None and meta.status in TERMINAL_STATUSES:
-            _tidy_finished(run_dir)
+            _tidy_finished(run_dir, keep_checkpoint=meta.status == "cancelled")
             continue
         if result.resumable is not None:
             reason = f"superseded by the newer resumable run {result.resumable.run_dir.name}"
@@ -76,10 +76,12 @@ def reconcile_runs(workspace: Path, *, guild_path: str = "") -> Reconciliation:
     return result
 
 
-def _tidy_finished(run_dir: Path) -> None:
+def _tidy_finished(run_dir: Path, *, keep_checkpoint: bool) -> None:
     """A kill between the terminal meta and the checkpoint delete (or inside the meta's atomic write)
-    leaves files nothing will read again: remove them (best effort)."""
-    delete_checkpoint(run_dir)
+    leaves files nothing will read again: remove them (best effort). A stopped (``cancelled``) run keeps
+    its final checkpoint on purpose."""
+    if not keep_checkpoint:
+        delete_checkpoint(run_dir)
     for stray in run_dir.glob("meta.json.*.tmp"):
         stray.unlink(missing_ok=True)
 

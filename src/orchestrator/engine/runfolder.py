@@ -25,7 +25,8 @@ __all__ = [
 ]
 
 RUN_ID_PATTERN = re.compile(r"^run-\d{8}-\d{6}$")
-TERMINAL_STATUSES = frozenset({"success", "error", "needs_clarification", "interrupted"})
+#: A run with one of these statuses is over (``cancelled``: the operator stopped it).
+TERMINAL_STATUSES = frozenset({"success", "error", "needs_clarification", "interrupted", "cancelled"})
 
 
 class RunMeta(Base):

@@ -3,7 +3,9 @@
 This is the seam both the CLI and the service use. ``execute_run`` starts a new run; ``resume_run``
 continues one rebuilt from its checkpoint. Both return when the entry role has a card, then write the
 terminal meta and delete the checkpoint. Cancellation (shutdown) propagates and leaves the meta at
-``running`` with the last checkpoint on disk: the run is resumable, not finished.
+``running`` with the last checkpoint on disk: the run is resumable, not finished. A stop
+(``RunServices.stop``, the run's root scope) is the one cancellation that ends the run: a final
+checkpoint is written and kept, ``run_stopped`` is logged, and the meta says ``cancelled``.
 
 A host that routes operator requests starts them with ``nursery.start``: once the run's role tree
 exists they hand it a ``RunControls`` handle (``task_status.started``); the host never holds the run.
@@ -17,13 +19,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import msgspec
 import trio
 
 from orchestrator.config import Settings
 from orchestrator.config.secrets import Redactor, secret_values
 from orchestrator.conversation import CardError, ResultCard
+from orchestrator.engine import events as ev
 from orchestrator.engine.checkpoint import Checkpointer, delete_checkpoint
-from orchestrator.engine.controls import RunControls
+from orchestrator.engine.controls import RunControls, RunStop
 from orchestrator.engine.human import HumanBackend
 from orchestrator.engine.interrupts import InterruptQueue
 from orchestrator.engine.run import DeltaSink, Run
@@ -43,7 +47,7 @@ from orchestrator.mcpclient import open_mcp_tools
 from orchestrator.runlog.events import RunEvent
 from orchestrator.runlog.writer import RunLog, utc_timestamp
 from orchestrator.tools import NativeTool, default_native_tools, ensure_git_exclude
-from orchestrator.vocabulary import LogLevel
+from orchestrator.vocabulary import LogLevel, StopOrigin
 
 __all__ = [
     "Continuation",
@@ -99,6 +103,8 @@ class RunServices:
     #: The secret values kept out of the log and the conversation; ``None``: gathered at run start from
     #: this process's environment, ``/run/secrets``, the workspace token file and the settings.
     redactor: Redactor | None = None
+    #: The run's root scope: ``stop(by)`` ends the run ``cancelled`` (the host keeps it to stop the run).
+    stop: RunStop = field(default_factory=RunStop)
 
 
 class InvalidContinuation(ValueError):
@@ -160,45 +166,86 @@ async def _drive(
     checkpointer: Checkpointer,
     task: str | None,
     task_status: trio.TaskStatus[RunControls],
-) -> ResultCard:
+) -> tuple[ResultCard, bool]:
     """Open the log and the model client, run (``task``) or resume (``None``) to the entry card.
 
     Hands ``task_status`` the run's ``RunControls`` once the role tree exists (at once when an MCP
-    server problem ends the run before it starts)."""
+    server problem ends the run before it starts, or a stop ends it sooner). Returns the card and
+    whether the run was stopped (``services.stop``): the root scope — the model client, the MCP
+    servers, the role tree — is cancelled and everything in it ends before this returns."""
     model = settings.deployment.model
     level: LogLevel = "standard" if state.log_level == "standard" else "full"
     redactor = _redactor(settings, workspace, services)
+    handed = False
+
+    def hand_over(controls: RunControls) -> None:
+        nonlocal handed
+        handed = True
+        task_status.started(controls)
+
     try:
         with RunLog(run_dir / "log.jsonl", level, redactor) as log:
             log.listeners.extend(services.log_listeners)
-            async with (
-                LlmClient(model.api_base, api_key=settings.api_key, timeouts=services.timeouts) as llm,
-                open_mcp_tools(settings) as mcp,
-            ):
-                run = Run(  # without MCP tools when a server the Guild references could not be used
-                    settings=settings if isinstance(mcp, list) else mcp.settings,
-                    workspace=workspace,
-                    state=state,
-                    log=log,
-                    llm=llm,
-                    native_tools={**_tools(services), **({} if isinstance(mcp, list) else mcp.native_tools)},
-                    on_delta=services.on_delta,
-                    checkpointer=checkpointer,
-                    interrupts=services.interrupts,
-                    human=services.human,
-                    redactor=redactor,
-                )
-                if isinstance(mcp, list):
-                    task_status.started(RunControls(services.interrupts))
-                    card = _config_error_card(mcp)
-                    if task is not None:  # in the log too, so the run's views count it as its problem
-                        run.refuse_start(task, card)
-                    return card
-                run.queue_tracked = services.queue_tracked
-                task_status.started(RunControls(services.interrupts, run.modify_plan))
-                return await (run.execute(task) if task is not None else run.resume())
+            card: ResultCard | None = None
+            with services.stop.scope:
+                async with (
+                    LlmClient(model.api_base, api_key=settings.api_key, timeouts=services.timeouts) as llm,
+                    open_mcp_tools(settings) as mcp,
+                ):
+                    run = Run(  # without MCP tools when a server the Guild references could not be used
+                        settings=settings if isinstance(mcp, list) else mcp.settings,
+                        workspace=workspace,
+                        state=state,
+                        log=log,
+                        llm=llm,
+                        native_tools={**_tools(services), **({} if isinstance(mcp, list) else mcp.native_tools)},
+                        on_delta=services.on_delta,
+                        checkpointer=checkpointer,
+                        interrupts=services.interrupts,
+                        human=services.human,
+                        redactor=redactor,
+                    )
+                    if isinstance(mcp, list):
+                        hand_over(RunControls(services.interrupts, stop=services.stop))
+                        card = _config_error_card(mcp)
+                        if task is not None:  # in the log too, so the run's views count it as its problem
+                            run.refuse_start(task, card)
+                    else:
+                        run.queue_tracked = services.queue_tracked
+                        hand_over(RunControls(services.interrupts, run.modify_plan, services.stop))
+                        card = await (run.execute(task) if task is not None else run.resume())
+            if card is not None:
+                return card, False
+            # Only the stop scope swallows a cancellation: the run was stopped before its entry card.
+            if not handed:
+                hand_over(RunControls(services.interrupts, stop=services.stop))
+            return _stopped(log, state, checkpointer, services.stop.by or "api"), True
     finally:
         checkpointer.close()
+
+
+def _stopped(log: RunLog, state: RunState, checkpointer: Checkpointer, by: StopOrigin) -> ResultCard:
+    """The stopped run's end: a final checkpoint (kept), the ``run_stopped`` event, the card it ends with.
+
+    Everything the run had in flight has ended by now (the root scope unwound it); the state is what a
+    crash at this moment would have left, minus any handler interlude's frames (never checkpointed: a
+    resume re-runs the interlude), so the checkpoint is as consistent as any other."""
+    chain = [frame for frame in state.frames if frame.handler_for is None]
+    try:
+        checkpointer.write(msgspec.structs.replace(state, frames=chain))
+    except OSError:
+        pass  # the disk refused the final checkpoint: the stop still ends the run (the last one stays)
+    log.emit(ev.run_stopped(state.run_id, by, [frame.instance_id for frame in state.frames]))
+    message = f"the operator stopped the run ({_ORIGIN_WORDS[by]})"
+    return ResultCard(status="error", summary=message, error=CardError(kind="interrupted", message=message))
+
+
+#: How ``run_stopped.by`` reads in the stopped run's error message.
+_ORIGIN_WORDS: dict[str, str] = {
+    "api": "through the HTTP API",
+    "mcp": "through the MCP runs face",
+    "ui": "from the web UI",
+}
 
 
 def _config_error_card(problems: list[str]) -> ResultCard:
@@ -215,13 +262,16 @@ def _question(card: ResultCard, state: RunState) -> str | None:
     return state.park_question or card.summary or None
 
 
-def _finish(run_dir: Path, meta: RunMeta, card: ResultCard) -> None:
-    meta.status = card.status
-    meta.result = card
+def _finish(run_dir: Path, meta: RunMeta, card: ResultCard, *, stopped: bool = False) -> None:
+    """The terminal meta. A stopped run is ``cancelled`` with no result (its error says who stopped it)
+    and keeps its final checkpoint; any other run's checkpoint is deleted."""
+    meta.status = "cancelled" if stopped else card.status
+    meta.result = None if stopped else card
     meta.error = card.error
     meta.end_time = utc_timestamp()
     write_meta(run_dir, meta)
-    delete_checkpoint(run_dir)
+    if not stopped:
+        delete_checkpoint(run_dir)
 
 
 @dataclass
@@ -288,10 +338,10 @@ async def execute_prepared(
     ``RunControls`` once its role tree exists (``nursery.start``)."""
     services = services or RunServices()
     checkpointer = Checkpointer(prepared.run_dir, durable=services.durable)
-    card = await _drive(
+    card, stopped = await _drive(
         settings, workspace, prepared.run_dir, prepared.state, services, checkpointer, prepared.task, task_status
     )
-    _finish(prepared.run_dir, prepared.meta, card)
+    _finish(prepared.run_dir, prepared.meta, card, stopped=stopped)
     return RunOutcome(
         run_id=prepared.run_id,
         run_dir=prepared.run_dir,
@@ -342,6 +392,6 @@ async def resume_run(
     )
     checkpointer = Checkpointer(run_dir, durable=services.durable)
     checkpointer.resume_from(seq)
-    card = await _drive(settings, workspace, run_dir, state, services, checkpointer, None, task_status)
-    _finish(run_dir, meta, card)
+    card, stopped = await _drive(settings, workspace, run_dir, state, services, checkpointer, None, task_status)
+    _finish(run_dir, meta, card, stopped=stopped)
     return RunOutcome(run_id=state.run_id, run_dir=run_dir, card=card, meta=meta, question=_question(card, state))

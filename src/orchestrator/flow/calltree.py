@@ -287,9 +287,10 @@ class TreeNode(_Wire):
     parent: str | None
     depth: int
     children: list[str]
-    #: ``running`` while open in an active run, ``abandoned`` when open in a finished one, else the card status
+    #: ``running`` while open in an active run, ``stopped`` when open in a run the operator stopped,
+    #: ``abandoned`` when open in another finished one, else the card status
     status: str
-    #: ``ok`` / ``warn`` / ``fail`` of the card (``fail`` for abandoned, ``ok`` while running)
+    #: ``ok`` / ``warn`` / ``fail`` of the card (``fail`` for abandoned, ``warn`` for stopped, ``ok`` while running)
     severity: str
     note: str | None
     #: true when this instance or any instance below it failed (a failed branch)
@@ -371,6 +372,8 @@ def call_tree(s: TreeState, meta_status: str | None, now: str) -> CallTree:
             status, severity, note = node.status, node.verdict.severity, node.verdict.note or None
         elif active:
             status, severity, note = "running", "ok", None
+        elif meta_status == "cancelled":
+            status, severity, note = "stopped", "warn", "the operator stopped the run"
         else:
             status, severity, note = "abandoned", "fail", "never finished"
         failed[rid] = severity == "fail" or any(failed[c] for c in node.children)
@@ -407,6 +410,11 @@ def slowest_path(s: TreeState, durations: Mapping[str, int]) -> list[str]:
     return path
 
 
+def _open_status(active: bool, meta_status: str | None) -> str:
+    """The status of an instance with no finish: running, stopped (by the operator) or abandoned."""
+    return "running" if active else "stopped" if meta_status == "cancelled" else "abandoned"
+
+
 def waterfall(s: TreeState, meta_status: str | None, now: str) -> Waterfall:
     active = meta_status in _ACTIVE
     moment = epoch(now)
@@ -427,7 +435,7 @@ def waterfall(s: TreeState, meta_status: str | None, now: str) -> Waterfall:
                 tool_ms=tool,
                 human_ms=human,
                 other_ms=max(0, durations[rid] - model - tool - human),
-                status=node.status if node.ended_at is not None else ("running" if active else "abandoned"),
+                status=node.status if node.ended_at is not None else _open_status(active, meta_status),
                 on_slowest_path=rid in on_path,
             )
         )

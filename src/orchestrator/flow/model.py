@@ -34,12 +34,12 @@ OperationKind = Literal["call", "return", "observe", "terminate"]
 Lifecycle = Literal["in_flight", "settled"]
 Outcome = Literal["success", "error", "terminated"]
 Severity = Literal["warn", "fail"]
-RunStatus = Literal["running", "success", "error", "needs_clarification", "interrupted", "unknown"]
+RunStatus = Literal["running", "success", "error", "needs_clarification", "interrupted", "cancelled", "unknown"]
 
 ROOT_ID = "human:root"
 MAIN_STACK = "main"
 RUN_STATUSES: frozenset[str] = frozenset(
-    {"running", "success", "error", "needs_clarification", "interrupted", "unknown"}
+    {"running", "success", "error", "needs_clarification", "interrupted", "cancelled", "unknown"}
 )
 #: Statuses under which open work is still in flight at ``now`` (the run may still produce events).
 ACTIVE_STATUSES: frozenset[str] = frozenset({"running", "needs_clarification", "unknown"})

@@ -47,6 +47,7 @@ __all__ = [
     "RoleStart",
     "RunEvent",
     "RunResumed",
+    "RunStopped",
     "ToolCallEvent",
     "ToolResultEvent",
     "UnknownTool",
@@ -350,6 +351,18 @@ class RunResumed(Event, tag=names.RUN_RESUMED):
     payload: RunResumedPayload
 
 
+class RunStoppedPayload(Base):
+    """Who stopped the run (``api`` / ``mcp`` / ``ui``) and the role chain that was live, root first."""
+
+    run_id: str
+    by: names.StopOrigin
+    live_roles: list[str]
+
+
+class RunStopped(Event, tag=names.RUN_STOPPED):
+    payload: RunStoppedPayload
+
+
 RunEvent = (
     RoleStart
     | EffortSet
@@ -370,6 +383,7 @@ RunEvent = (
     | UnknownTool
     | InvalidToolCall
     | RunResumed
+    | RunStopped
     | OperatorNotice
     | Interrupt
     | InterruptResolved

@@ -1,7 +1,7 @@
 """The Guild behind an MCP face: ``orchestrator mcp --face runs`` (see docs/mcp-tools.md).
 
 Another agent (Claude Code, Cursor, any MCP client) delegates a self-contained task to a running
-``orchestrator serve`` through six tools; this package only translates between MCP and the service's
+``orchestrator serve`` through seven tools; this package only translates between MCP and the service's
 HTTP API — it runs nothing itself.
 """
 

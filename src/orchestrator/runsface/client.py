@@ -81,14 +81,17 @@ class ServiceClient:
         if response.is_success:
             return answer
         code = answer.get("error") if isinstance(answer, dict) else None
+        detail = answer.get("message") if isinstance(answer, dict) else None
         raise ServiceUnavailable(
-            _failure(self.base_url, method, path, response.status_code, code),
+            _failure(self.base_url, method, path, response.status_code, code, detail),
             status=response.status_code,
             code=code if isinstance(code, str) else None,
         )
 
 
-def _failure(base: str, method: str, path: str, status: int, code: object) -> str:
+def _failure(base: str, method: str, path: str, status: int, code: object, detail: object = None) -> str:
+    """What went wrong, for the agent: the service's own ``message`` (e.g. which run, in which status)
+    follows the status and code when the answer carries one."""
     where = f"{method} {base}{path}"
     if status == 401:
         return (
@@ -97,4 +100,5 @@ def _failure(base: str, method: str, path: str, status: int, code: object) -> st
         )
     if status == 403:
         return f"the orchestrator service at {base} refused the request (403 {code or 'forbidden'})"
-    return f"{where} answered {status}" + (f" ({code})" if code else "")
+    said = f": {detail}" if isinstance(detail, str) and detail else ""
+    return f"{where} answered {status}" + (f" ({code})" if code else "") + said

@@ -1,4 +1,4 @@
-"""The six tools of ``orchestrator mcp --face runs``, on the official SDK's ``MCPServer`` (trio, stdio).
+"""The seven tools of ``orchestrator mcp --face runs``, on the official SDK's ``MCPServer`` (trio, stdio).
 
 Each tool is a thin translation onto the service's HTTP API; failures are MCP tool errors whose text
 says what went wrong (an unreachable service, a refused token, an unknown run) — never a guess.
@@ -37,7 +37,8 @@ def build_runs_server(client: ServiceClient) -> MCPServer:
         instructions=(
             "Delegate a self-contained task to a local Guild of model roles (an `orchestrator serve`). "
             "submit_task starts it (or queues it when a run is in progress); poll run_status; answer its "
-            "questions with answer_question; steer it with interrupt; read the result card with run_result."
+            "questions with answer_question; steer it with interrupt; end it now with stop_run; read the result "
+            "card with run_result."
         ),
     )
 
@@ -162,6 +163,13 @@ def build_runs_server(client: ServiceClient) -> MCPServer:
         """Interrupt a running run: an inquiry (a question the Guild answers) or a plan modification."""
         await call("POST", f"/api/runs/{run_id}/interrupt", {"kind": kind, "message": message})
         return {"ok": True, "runId": run_id, "kind": kind}
+
+    @server.tool()
+    async def stop_run(run_id: str) -> dict[str, Any]:
+        """Stop the active run now: its model call, tool processes and MCP servers end at once, the run ends
+        cancelled (continue it later with a new task), and the next queued task starts."""
+        answer = await call("POST", f"/api/runs/{run_id}/stop", {"by": "mcp"})
+        return {"ok": True, "runId": run_id, "status": answer.get("status")}
 
     @server.tool()
     async def list_runs(limit: int = 20, detail: bool = False) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import trio
 
-from orchestrator.engine.controls import RunControls
+from orchestrator.engine.controls import RunControls, RunStop
 from orchestrator.engine.interrupts import InterruptQueue
 
 __all__ = ["ActiveRun"]
@@ -16,8 +16,8 @@ __all__ = ["ActiveRun"]
 @dataclass
 class ActiveRun:
     """Lives from dispatch to settlement. ``scope`` bounds the run's task: cancelling it (shutdown past
-    the wind-down, the one way the service stops a run) abandons the run, leaving its checkpoint for the
-    next start.
+    the wind-down) abandons the run, leaving its checkpoint for the next start. ``stop`` is the run's
+    root scope inside it (``RunControls.stop``, the operator's Stop): the run ends ``cancelled``.
 
     ``controls`` is the run's ``RunControls`` once the engine hands it over (``task_status.started``);
     until then (the model probe, the run's start-up) it posts every request to the same ``interrupts``
@@ -30,8 +30,9 @@ class ActiveRun:
     task: str
     interrupts: InterruptQueue = field(default_factory=InterruptQueue)
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    stop: RunStop = field(default_factory=RunStop)
     done: trio.Event = field(default_factory=trio.Event)
     controls: RunControls = field(init=False)
 
     def __post_init__(self) -> None:
-        self.controls = RunControls(self.interrupts)
+        self.controls = RunControls(self.interrupts, stop=self.stop)

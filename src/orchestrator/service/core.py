@@ -2,7 +2,8 @@
 
 ``Service`` owns the queue store, the active run (at most one), pending human questions, the live
 stream hub and the shutdown gate. Runs execute as tasks in the service nursery inside their own cancel
-scope; settlement maps the run's meta onto its queue item and ticks the scheduler again.
+scope; settlement maps the run's meta onto its queue item and ticks the scheduler again. ``stop_run``
+cancels the active run's root scope (the run ends ``cancelled``, its item too, and the next one starts).
 """
 
 from __future__ import annotations
@@ -44,14 +45,17 @@ from orchestrator.service.human import PendingQuestions
 from orchestrator.service.queue_seal import QueueSeal
 from orchestrator.service.queue_store import QueueStore
 from orchestrator.service.summary import first_line, interrupt_history, summarize_run, write_summary
+from orchestrator.vocabulary import StopOrigin
 
-__all__ = ["MetaReader", "RunInProgress", "Service"]
+__all__ = ["MetaReader", "RunInProgress", "RunNotActive", "Service"]
 
 log = logging.getLogger("orchestrator.service")
 
 #: One-second run ids: a collision is retried after this long, at most ``COLLISION_RETRIES`` times.
 COLLISION_SLEEP = 1.1
 COLLISION_RETRIES = 3
+#: How long ``stop_run`` waits for the stopped run to settle before answering anyway.
+STOP_WAIT_SECONDS = 10.0
 
 
 #: Reads one run folder's ``meta.json`` (``None``: missing or unreadable); ``read_meta`` by default.
@@ -60,6 +64,15 @@ MetaReader = Callable[[Path], RunMeta | None]
 
 class RunInProgress(Exception):
     """A run is active (``POST /api/runs`` answers 409 ``run_in_progress``)."""
+
+
+class RunNotActive(Exception):
+    """``stop_run`` named a run that is not the active one; ``status`` is its meta's (``unknown``: none)."""
+
+    def __init__(self, run_id: str, status: str) -> None:
+        super().__init__(f"run {run_id} is {status}, not the active run: only the active run can be stopped")
+        self.run_id = run_id
+        self.status = status
 
 
 class _TickMetas:
@@ -264,6 +277,7 @@ class Service:
             interrupts=active.interrupts,
             human=self.questions,
             queue_tracked=queue_tracked,
+            stop=active.stop,
         )
 
     async def _run_task(self, active: ActiveRun, prepared: PreparedRun) -> None:
@@ -320,8 +334,8 @@ class Service:
         if settle is not None and settle.status != "running":
             await self.queue.apply(lambda items: q.transition(items, settle, _now()))
         self._deactivate(active)
-        if self._nursery is not None and outcome is not None:
-            self._nursery.start_soon(self._summarize, active, outcome.card)
+        if self._nursery is not None and outcome is not None and outcome.meta.status != "cancelled":
+            self._nursery.start_soon(self._summarize, active, outcome.card)  # a stopped run asks no model
         await self.tick()
 
     def _deactivate(self, active: ActiveRun) -> None:
@@ -363,6 +377,21 @@ class Service:
         if run_id is None:
             raise RunInProgress
         return run_id
+
+    async def stop_run(self, run_id: str, by: StopOrigin) -> str:
+        """Stop the active run ``run_id`` now: its root scope is cancelled, so every model call, tool
+        subprocess and MCP server of the run ends before it settles ``cancelled`` (its queue item too;
+        the next item starts). Waits, bounded, until it has settled; returns the run's meta status then
+        (``running`` only if it is still ending). Raises ``RunNotActive`` for any other run."""
+        active = self.active
+        if active is None or active.run_id != run_id:
+            meta = self._read_meta(runs_root(self.workspace) / run_id)
+            raise RunNotActive(run_id, meta.status if meta is not None else "unknown")
+        active.controls.stop(by)
+        with trio.move_on_after(STOP_WAIT_SECONDS):
+            await active.done.wait()
+        meta = self._read_meta(active.run_dir)
+        return meta.status if meta is not None else "unknown"
 
     async def submit_initial(self, task: str) -> str | None:
         """Queue a task at startup (the demo's); it starts now when the slot is free. Returns its run's id

@@ -94,6 +94,7 @@ _ACTIONS: dict[str, Callable[[Mapping[str, Any]], tuple[str | None, str]]] = {
     "role_budget_exceeded": lambda p: (None, _tail("role budget exceeded", p.get("message"))),
     "global_budget_exceeded": lambda p: (p.get("role") or "run", _tail("global budget exceeded", p.get("message"))),
     names.RUN_RESUMED: lambda p: ("run", f"resumed ({p.get('resumedFrames')} frames)"),
+    names.RUN_STOPPED: lambda p: ("operator", f"stopped the run ({_text(p.get('by'))})"),
     names.OPERATOR_NOTICE: lambda p: ("operator", _tail(f"notice to {p.get('role')}", p.get("message"))),
     names.INTERRUPT: lambda p: (
         p.get("handler"),

@@ -373,6 +373,7 @@ _HANDLERS: dict[str, _Handler] = {
     names.INQUIRY_DROPPED: RunAggregate._inquiry_dropped,
     names.PLAN_MODIFICATION: RunAggregate._plan_modification,
     names.RUN_RESUMED: RunAggregate._run_resumed,
+    names.RUN_STOPPED: RunAggregate._run_resumed,  # nothing in flight survives a stop either
 }
 
 

@@ -391,6 +391,8 @@ def _settle(items: list[QueueItem], i: int, ev: QueueEvent, now: str) -> tuple[l
             error=(ev.error or ev.summary or "the run ended with status error") if ev.status == "error" else None,
             settled_at=ev.at or now,
         )
+    elif ev.status == "cancelled":  # the operator stopped the run: the item is over, its run kept
+        new = msgspec.structs.replace(item, status="cancelled", error=ev.error, settled_at=ev.at or now)
     elif ev.status == "interrupted":
         new = _rebuild(item, "waiting", ev.run_id)
     else:

@@ -1,15 +1,17 @@
 """Runs: ``POST /api/runs`` (start one now), ``GET /api/runs`` (the list), ``GET /api/runs/<id>`` and
-``GET /api/run`` (a run's view, the latest one's), ``POST /api/runs/<id>/interrupt`` (operator requests)."""
+``GET /api/run`` (a run's view, the latest one's), ``POST /api/runs/<id>/interrupt`` (operator requests),
+``POST /api/runs/<id>/stop`` (end the active run now: ``cancelled``)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import cast
 
-from quart import Blueprint, Response
+from quart import Blueprint, Response, request
 
 from orchestrator.engine.runfolder import RunIdCollision, read_meta
 from orchestrator.engine.runner import Continuation, InvalidContinuation, continuation_briefing
-from orchestrator.service.core import RunInProgress, Service
+from orchestrator.service.core import RunInProgress, RunNotActive, Service
 from orchestrator.service.routes.common import (
     RunFolders,
     conditional_json,
@@ -20,7 +22,7 @@ from orchestrator.service.routes.common import (
 )
 from orchestrator.service.runindex import RunIndexes
 from orchestrator.service.views import latest_run_id, list_runs, read_text, run_view
-from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS
+from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS, STOP_ORIGINS, StopOrigin
 
 __all__ = ["runs_blueprint"]
 
@@ -103,5 +105,25 @@ def runs_blueprint(service: Service, indexes: RunIndexes, folders: RunFolders) -
         else:  # applied now; with no role live yet, at the run's first safe point
             active.controls.modify_plan(message)
         return json_response({"ok": True}, 202)
+
+    @runs.post("/api/runs/<run_id>/stop")
+    async def post_stop(run_id: str) -> Response:
+        """Body optional: ``{by: "api" | "mcp" | "ui"}`` (who stopped it, for the log; default ``api``).
+        200 once the run has settled (``status`` ``cancelled``, or how it ended if it finished first); 202
+        if it is still ending after the bound; 409 ``run_not_active`` naming the run and its status."""
+        body = await read_body()
+        if body is None and (await request.get_data(as_text=False)).strip():
+            return error_response("invalid_body", 400)
+        ok, by = optional_choice(body or {}, "by", STOP_ORIGINS)
+        if not ok:
+            return error_response("invalid_body", 400)
+        if not folders.known(run_id):
+            return error_response("not_found", 404)
+        try:
+            status = await service.stop_run(run_id, cast(StopOrigin, by or "api"))
+        except RunNotActive as exc:
+            answer = {"ok": False, "error": "run_not_active", "runId": run_id, "status": exc.status}
+            return json_response({**answer, "message": str(exc)}, 409)
+        return json_response({"ok": True, "runId": run_id, "status": status}, 202 if status == "running" else 200)
 
     return runs

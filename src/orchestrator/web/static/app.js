@@ -2,8 +2,8 @@
 // theme / label-tier / sound toggles, the favicon state, and the wiring of every panel module.
 // Every action goes through the HTTP API; the live stream (stream.js) only adds in-flight deltas.
 
-import { createApi, seg } from "./api.js";
-import { createCompose } from "./compose.js";
+import { createApi, errorMessage, seg } from "./api.js";
+import { createCompose, submitTask } from "./compose.js";
 import { h } from "./dom.js";
 import { createHistory } from "./history.js";
 import { createInbox } from "./inbox.js";
@@ -78,6 +78,21 @@ const app = {
     navigate("compose");
     compose.setContinuation(runId);
   },
+  /** Run `run`'s task again as a new run: started now (and watched), or queued behind the active one. */
+  retry: async (run) => {
+    try {
+      const outcome = await submitTask(app, { task: run.task, ...(run.effort ? { effort: run.effort } : {}) });
+      if (outcome.runId) {
+        notify(`Retrying ${run.runId} as ${outcome.runId}.`, { testid: "retry-sent" });
+        navigate("watch", outcome.runId);
+      } else {
+        notify(`Queued a retry of ${run.runId}: it starts when the slot frees.`, { testid: "retry-sent" });
+      }
+    } catch (err) {
+      notify(errorMessage(err), { tone: "error", testid: "retry-error" });
+    }
+    schedule(0);
+  },
 };
 
 // --- panels ---------------------------------------------------------------------------------------------
@@ -89,6 +104,7 @@ const watch = createWatch($("#screen-watch"), app);
 const inbox = createInbox($("#inbox-dialog"), $('[data-testid="inbox-open"]'), app);
 app.inbox = inbox;
 const results = createResults($("#result-dialog"), app);
+app.results = results;
 
 // --- navigation ------------------------------------------------------------------------------------------
 

@@ -1,10 +1,38 @@
 // The compose screen ("Add task"): never disabled by a running run. Idle → POST /api/runs (the run starts
-// at once, with the pinned logging level and an optional continuation); busy → POST /api/queue.
+// at once, with the pinned logging level and an optional continuation); busy → POST /api/queue. The same
+// submission (`submitTask`) serves Retry on the watch screen and in the result modal.
 
 import { errorMessage } from "./api.js";
 import { firstLine, h, isTerminal } from "./dom.js";
 import { runStatus, statusWord } from "./status.js";
 import { createSettingsPanel, effortOptions, LOG_LEVELS } from "./settings.js";
+
+const CONTINUE_BUSY = "A run is in progress: continuing a run needs the slot free. Try again when it has finished.";
+
+/**
+ * Submit a task: start it now when nothing runs (POST /api/runs, with `logLevel` / `continuesFrom` when
+ * given), else queue it (POST /api/queue; a continuation cannot queue, it needs the slot). Resolves to
+ * `{runId}` (started) or `{item}` (queued); an API refusal rejects with its ApiError.
+ */
+export async function submitTask(app, body, { logLevel = null, continuesFrom = "" } = {}) {
+  if (!app.busy()) {
+    try {
+      const started = await app.api.post("/api/runs", {
+        ...body,
+        ...(logLevel ? { logLevel } : {}),
+        ...(continuesFrom ? { continuesFrom } : {}),
+      });
+      return { runId: started.runId };
+    } catch (err) {
+      if (err.code !== "run_in_progress" || continuesFrom) throw err;
+      // another submission won the slot meanwhile: this one queues instead
+    }
+  } else if (continuesFrom) {
+    throw new Error(CONTINUE_BUSY);
+  }
+  app.queueMutated();
+  return { item: await app.api.post("/api/queue", body) };
+}
 
 export function createCompose(root, app) {
   const task = h("textarea", {
@@ -129,28 +157,15 @@ export function createCompose(root, app) {
   });
 
   async function send(text) {
-    const body = { task: text, effort: effort.value };
-    if (!app.busy()) {
-      try {
-        const started = await app.api.post("/api/runs", {
-          ...body,
-          logLevel: level.value,
-          ...(continuation ? { continuesFrom: continuation } : {}),
-        });
-        done(`Started ${started.runId}.`);
-        app.navigate("watch");
-        return;
-      } catch (err) {
-        if (err.code !== "run_in_progress" || continuation) throw err;
-        // another submission won the slot meanwhile: this one queues instead
-      }
-    } else if (continuation) {
-      throw new Error("A run is in progress: continuing a run needs the slot free. Try again when it has finished.");
+    const outcome = await submitTask(app, { task: text, effort: effort.value },
+      { logLevel: level.value, continuesFrom: continuation });
+    if (outcome.runId) {
+      done(`Started ${outcome.runId}.`);
+      app.navigate("watch");
+      return;
     }
-    app.queueMutated();
-    const item = await app.api.post("/api/queue", body);
     const waiting = app.state.queue.filter((i) => i.status === "waiting").length + 1;
-    done(`Queued "${firstLine(item.task, 60)}" (waiting: ${waiting}).`);
+    done(`Queued "${firstLine(outcome.item.task, 60)}" (waiting: ${waiting}).`);
   }
 
   function done(message) {

@@ -63,7 +63,7 @@ export function firstLine(text, limit = 140) {
   return line.length > limit ? `${line.slice(0, limit - 1)}…` : line;
 }
 
-/** A status pill in plain words (status.js); error-toned for error and interrupted; the code as data-status. */
+/** A status pill in plain words (status.js), toned by status.js; the code as data-status. */
 export function statusBadge(status, testid = "status") {
   return h("span", { class: `badge tone-${statusTone(status)}`, testid, "data-status": status }, statusWord(status));
 }
@@ -89,9 +89,11 @@ export async function copyText(text) {
   }
 }
 
-/** True for terminal run statuses (a run that has an outcome to continue from). */
+const TERMINAL = new Set(["success", "error", "needs_clarification", "interrupted", "cancelled"]);
+
+/** True for terminal run statuses (a run that has an outcome to continue from; `cancelled`: stopped). */
 export function isTerminal(status) {
-  return status === "success" || status === "error" || status === "needs_clarification" || status === "interrupted";
+  return TERMINAL.has(status);
 }
 
 /**

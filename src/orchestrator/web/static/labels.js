@@ -80,6 +80,7 @@ const STATUS = {
   error: T("Failed", "Something went wrong", "The show fell apart"),
   needs_clarification: T("Waiting for an answer", "Waiting for your answer", "Awaiting your word"),
   interrupted: T("Stopped", "Stopped before finishing", "The music stopped"),
+  cancelled: T("Cancelled", "Stopped on request", "The curtain came down early"),
   unknown: T("Status unknown", "Not sure what happened", "Lost in the fog"),
 };
 

@@ -1,14 +1,17 @@
-// The result modal: opens by itself once per run that completes while the page is open (success or
-// error; while the queue screen shows, only the newest such result, once the operator leaves it), with
-// the summary as sanitized Markdown, the artifacts as text and a "copy raw" action (the only place an
-// error kind is surfaced). It never takes the keyboard from a text field: while one has focus, a toast
-// with "Show result" comes instead.
+// The result modal: opens by itself once per run that completes while the page is open (success, error,
+// or stopped — not when this page stopped it; while the queue screen shows, only the newest such result,
+// once the operator leaves it), with the summary as sanitized Markdown, the artifacts as text and a "copy
+// raw" action (the only place an error kind is surfaced); a failed or stopped run offers Retry and
+// Continue. It never takes the keyboard from a text field: while one has focus, a toast with "Show
+// result" comes instead.
 
 import { copyText, fill, firstLine, h, statusBadge, typingOutside } from "./dom.js";
 import { statusWord } from "./status.js";
 import { markdownBlock } from "./optional.js";
+import { nextStepButtons, offersNextStep } from "./stop.js";
 
-const COMPLETED = new Set(["success", "error"]);
+const COMPLETED = new Set(["success", "error", "cancelled"]);
+const TITLES = { success: "Run finished", cancelled: "Run stopped" };
 const SHOWN_KEY = "resultsShown";
 
 export function createResults(dialog, app) {
@@ -43,7 +46,7 @@ export function createResults(dialog, app) {
     close.addEventListener("click", () => dialog.close());
     fill(dialog,
       h("header", { class: "modal-head" },
-        h("h2", { id: "result-title" }, run.status === "success" ? "Run finished" : "Run failed"),
+        h("h2", { id: "result-title" }, TITLES[run.status] || "Run failed"),
         h("p", {}, statusBadge(run.status, "result-status"), " ", h("code", { testid: "result-run-id" }, run.runId))),
       h("p", { class: "muted task-line" }, firstLine(run.task, 200)),
       result.summary
@@ -54,7 +57,9 @@ export function createResults(dialog, app) {
         ? h("section", { class: "artifacts" }, h("h3", {}, "Artifacts"),
           h("ul", { testid: "result-artifacts" }, artifacts.map((a) => h("li", {}, h("code", {}, String(a))))))
         : null,
-      h("footer", { class: "modal-foot" }, copied, copy, watch, close),
+      h("footer", { class: "modal-foot" }, copied, copy,
+        offersNextStep(run.status) ? nextStepButtons(app, run, "result-next", () => dialog.close()) : null,
+        watch, close),
     );
     if (!dialog.open) dialog.showModal();
     close.focus();
@@ -102,6 +107,10 @@ export function createResults(dialog, app) {
     },
     get currentRunId() {
       return current;
+    },
+    /** The page itself ended this run (Stop): its outcome needs no pop-up. */
+    markShown(runId) {
+      remember(runId);
     },
   };
 }

@@ -1,12 +1,14 @@
 // The watch screen: the run's header (status, task, effort, times), the flow / sequence toggle, the run
 // view of runview.js (budgets, flow and sequence; a plain role tree, budgets and recent log when that
-// module is missing), the result, the interrupt button and history, and the plan disclosure.
+// module is missing), the result, the interrupt and stop buttons, the interrupt history, and the plan
+// disclosure.
 
 import { seg } from "./api.js";
 import { duration, fill, firstLine, h, isTerminal, shortTime, statusBadge } from "./dom.js";
 import { markdownBlock, optional } from "./optional.js";
 import { runStatus, statusWord } from "./status.js";
 import { createAnswerCards, createInterruptModal, interruptHistory } from "./steer.js";
+import { createStopModal, nextStepButtons, offersNextStep } from "./stop.js";
 
 function tokens(view) {
   const b = (view && view.budgets) || {};
@@ -45,6 +47,12 @@ export function createWatch(root, app) {
     headKey = "";
     render();
   });
+  // A stopped run stays on screen (pinned) so its Cancelled status and next steps show; "Follow the active
+  // run" goes on to the task the queue starts next.
+  const stopModal = createStopModal(document.getElementById("stop-dialog"), app, (runId) => {
+    headKey = "";
+    if (state.selectedRunId !== runId) app.navigate("watch", runId);
+  });
   const cards = createAnswerCards(app);
   let mode = app.store.get("mode", "flow") === "sequence" ? "sequence" : "flow";
   let config = null;
@@ -62,6 +70,8 @@ export function createWatch(root, app) {
   const flowBtn = h("button", { type: "button", class: "segment", testid: "view-mode-flow" }, "Flow");
   const seqBtn = h("button", { type: "button", class: "segment", testid: "view-mode-sequence" }, "Sequence");
   const interrupt = h("button", { type: "button", class: "btn", testid: "watch-interrupt" }, "Interrupt…");
+  const stop = h("button", { type: "button", class: "btn danger", testid: "watch-stop" }, "Stop…");
+  const next = h("span", { class: "watch-next", hidden: true }); // Retry / Continue after a failed or stopped run
   const pending = h("span", { class: "badge tone-warn", testid: "interrupt-pending", hidden: true },
     "interrupt pending");
   const follow = h("button", { type: "button", class: "btn small", testid: "watch-follow", hidden: true },
@@ -80,7 +90,7 @@ export function createWatch(root, app) {
       task, facts, threads,
       h("div", { class: "watch-controls" },
         h("div", { class: "segmented", role: "group", "aria-label": "View" }, flowBtn, seqBtn),
-        interrupt)),
+        interrupt, stop, next)),
     result,
     h("div", { class: "watch-main", testid: "watch-main" },
       viewRoot,
@@ -96,6 +106,10 @@ export function createWatch(root, app) {
   interrupt.addEventListener("click", () => {
     const runId = app.watchedRunId();
     if (runId) modal.open(runId);
+  });
+  stop.addEventListener("click", () => {
+    const runId = app.watchedRunId();
+    if (runId) stopModal.open(runId, state.runView && state.runView.runId === runId ? state.runView.task : "");
   });
 
   function setMode(next) {
@@ -192,15 +206,18 @@ export function createWatch(root, app) {
     if (!view) viewRoot.replaceChildren(fallbackView(runView));
   }
 
+  /** The result card once the run has ended; a run that ended without one (stopped, interrupted by a
+   * restart) shows its status and why. */
   function renderResult(runView, shown) {
     const card = runView.result;
-    result.hidden = !card || runView.status === "running";
+    const why = runView.error && runView.error.message;
+    result.hidden = (!card && !why) || runView.status === "running";
     if (result.hidden) return;
-    const status = card.status || runView.status;
+    const status = (card && card.status) || runView.status;
     fill(result,
       h("h3", {}, "Result ", statusBadge(status === "needs_clarification" ? shown : status, "watch-result-status")),
-      card.summary ? markdownBlock(card.summary, "md", "watch-result-summary") : null,
-      runView.error && runView.error.message ? h("p", { class: "q-error" }, runView.error.message) : null);
+      card && card.summary ? markdownBlock(card.summary, "md", "watch-result-summary") : null,
+      why ? h("p", { class: "q-error", testid: "watch-result-error" }, why) : null);
   }
 
   function renderPlan(text) {
@@ -230,6 +247,7 @@ export function createWatch(root, app) {
     }
     const live = runView.status === "running";
     interrupt.hidden = !live;
+    stop.hidden = !live;
     pending.hidden = !runView.interruptPending;
     const run = listed(runId);
     const shown = runStatus(run || runView, state.queue);
@@ -253,10 +271,13 @@ export function createWatch(root, app) {
       sideEmpty(!listedAny && !(sent.get(runId) || []).length && !runView.plan);
       renderResult(runView, shown);
       renderPlan(runView.plan);
+      next.hidden = !offersNextStep(runView.status);
+      if (next.hidden) next.replaceChildren();
+      else next.replaceChildren(nextStepButtons(app, run || runView, "watch-next"));
     }
     cards.check(runId, runView);
     renderView(runView, state.flow);
-    if (isTerminal(runView.status)) interrupt.hidden = true;
+    if (isTerminal(runView.status)) interrupt.hidden = stop.hidden = true;
   }
 
   /** The run's thread: the run it continues, the runs continuing it, and the answer a parked one needs. */
