@@ -259,7 +259,12 @@ async def test_h_a_long_error_reaches_the_card_with_its_cause(tmp_path: Path) ->
     script = _script({"reusable": True, "fail": {"status": 500, "message": message}})
     async with serve_script(script) as sim:
         settings = make_settings(tmp_path, sim.base_url)
-        outcome, _ = await run_task(settings, tmp_path)
+        outcome, events = await run_task(settings, tmp_path)
+        requests = await sim.responses_requests()
     assert outcome.card.error is not None and outcome.card.error.kind == "llm_unavailable"
     assert "HTTP 500" in outcome.card.summary and "Jinja Exception" in outcome.card.summary
+    # issue 25: a template exception is deterministic: one request, no retries with backoff
+    assert len(requests) == 1 and "llm_retry" not in types(events)
+    assert "not retried" in outcome.card.summary
+    assert of_type(events, "llm_unavailable")[0]["attempts"] == 1
     assert outcome.card.summary.endswith('System message must be at the beginning.","type":"server_error"}}')
