@@ -24,6 +24,7 @@ __all__ = [
     "HUMAN_ANSWER",
     "IMPLICIT_FINISH",
     "INQUIRY_DROPPED",
+    "INTERLUDE_ACTIONS",
     "INTERRUPT",
     "INTERRUPT_RESOLVED",
     "INVALID_TOOL_CALL",
@@ -44,6 +45,7 @@ __all__ = [
     "TOOL_RESULT",
     "UNKNOWN_TOOL",
     "Effort",
+    "InterludeAction",
     "LogLevel",
     "json_type",
 ]
@@ -59,6 +61,13 @@ LogLevel = Literal["full", "standard"]
 LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
 #: The level of a run when neither the run, the project nor the deployment sets one.
 DEFAULT_LOG_LEVEL: Final = "full"
+
+#: How a handler interlude ended: the ``action`` of ``interrupt_resolved``. A context interlude is
+#: ``compacted`` only when its handler ended ``success`` and the target's history got smaller, else
+#: ``failed``; a loop check ends ``continue``, ``redirect`` or ``abort``; an inquiry ``answered`` or
+#: ``failed``.
+InterludeAction = Literal["compacted", "failed", "continue", "redirect", "abort", "answered"]
+INTERLUDE_ACTIONS: tuple[str, ...] = get_args(InterludeAction)
 
 # --- run-log event types: the ``type`` of each ``log.jsonl`` line ----------------------------------
 
