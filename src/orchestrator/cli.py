@@ -133,8 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
         "check",
         help="print the resolved configuration, or what is wrong with it",
         description="Print the resolved configuration (JSON, on stdout), or what is wrong with it (stderr).",
-        epilog="exit codes: 0 valid and the model server answers; 2 invalid (the problems are listed); 3 valid, "
-        "but no model server answers at model.apiBase (or it is still loading its model)",
+        epilog="exit codes: 0 valid and the model server answers; 2 invalid (the problems are listed; also a "
+        "model server whose chat template cannot render tools); 3 valid, but no model server answers at "
+        "model.apiBase (or it is still loading its model)",
     )
     check.add_argument(
         "--workspace", metavar="DIR", default=".", help="workspace whose guild/ and deployment/ count (default .)"
