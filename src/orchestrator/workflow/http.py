@@ -208,51 +208,23 @@ def build_http_app(inner: ASGIApp, guard: HttpGuard, state: ServerState) -> ASGI
                 await _json(send, 200 if ready else 503, body, request_id)
             return
         if path.rstrip("/") != MCP_PATH:
-            await _json(
-                send,
-                404,
-                _refusal("not_found", f"no route {path!r}; the MCP endpoint is {MCP_PATH}", request_id),
-                request_id,
-            )
+            await _json(send, 404, _refusal("not_found", f"no route {path!r}; the MCP endpoint is {MCP_PATH}",
+                                             request_id), request_id)
             return
         host = _header(scope, b"host") or ""
         if not guard.host_allowed(host):
-            await _json(
-                send,
-                403,
-                _refusal(
-                    "forbidden_host",
-                    f"Host {host!r} is not allowed (WORKFLOW_SERVER_ALLOWED_HOSTS lists more)",
-                    request_id,
-                ),
-                request_id,
-            )
+            await _json(send, 403, _refusal("forbidden_host", f"Host {host!r} is not allowed "
+                                            "(WORKFLOW_SERVER_ALLOWED_HOSTS lists more)", request_id), request_id)
             return
         origin = _header(scope, b"origin")
         if origin is not None and not guard.origin_allowed(origin.rstrip("/"), host, scope.get("scheme", "http")):
-            await _json(
-                send,
-                403,
-                _refusal(
-                    "forbidden_origin",
-                    f"Origin {origin!r} is not this server's own (WORKFLOW_SERVER_ALLOWED_ORIGINS lists more)",
-                    request_id,
-                ),
-                request_id,
-            )
+            await _json(send, 403, _refusal("forbidden_origin", f"Origin {origin!r} is not this server's own "
+                                            "(WORKFLOW_SERVER_ALLOWED_ORIGINS lists more)", request_id), request_id)
             return
         if not guard.token_ok(_header(scope, b"authorization") or ""):
-            await _json(
-                send,
-                401,
-                _refusal(
-                    "unauthorized",
-                    "this server requires 'Authorization: Bearer <token>' (WORKFLOW_SERVER_TOKEN)",
-                    request_id,
-                ),
-                request_id,
-                ((b"www-authenticate", b'Bearer realm="workflow-server"'),),
-            )
+            await _json(send, 401, _refusal("unauthorized", "this server requires 'Authorization: Bearer <token>' "
+                                            "(WORKFLOW_SERVER_TOKEN)", request_id), request_id,
+                        ((b"www-authenticate", b'Bearer realm="workflow-server"'),))
             return
         await inner({**scope, "path": MCP_PATH, "raw_path": MCP_PATH.encode()}, receive, send_with_id)
 
@@ -288,7 +260,6 @@ async def run_http(
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(preload_corpus, server.state)
-            binds = await nursery.start(
-                lambda task_status: serve(app, config, shutdown_trigger=shutdown_trigger, task_status=task_status)
-            )
+            binds = await nursery.start(lambda task_status: serve(app, config, shutdown_trigger=shutdown_trigger,
+                                                                  task_status=task_status))
             on_listening(list(binds))

@@ -255,10 +255,7 @@ class WorkflowMCP(MCPServer):
 
         self.add_resource(
             FunctionResource.from_function(
-                index,
-                uri="workflow-server://schemas",
-                name="schemas",
-                mime_type="application/json",
+                index, uri="workflow-server://schemas", name="schemas", mime_type="application/json",
                 description="Index of the JSON schemas for workflow, activity, condition, technique and state.",
             )
         )

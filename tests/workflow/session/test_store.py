@@ -540,18 +540,9 @@ def test_killed_writers_leave_a_folder_that_verifies(settings: WorkflowSettings,
     src = str(Path(__file__).resolve().parents[3] / "src")
     for _ in range(12):
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                _WRITER,
-                str(settings.workspace),
-                str(settings.key_dir),
-                str(settings.tmp_dir),
-                str(folder),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-            env={"PYTHONPATH": src},
+            [sys.executable, "-c", _WRITER, str(settings.workspace), str(settings.key_dir), str(settings.tmp_dir),
+             str(folder)],
+            stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": src},
         )
         assert proc.stdout is not None
         last = None

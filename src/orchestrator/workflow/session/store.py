@@ -368,7 +368,9 @@ class SessionStore:
             else:
                 paths = find_index(top, index)
                 if len(paths) == 1:
-                    return SessionHandle(folder=entry.folder, top=top, path=paths[0], transient=True, revision=revision)
+                    return SessionHandle(
+                        folder=entry.folder, top=top, path=paths[0], transient=True, revision=revision
+                    )
                 raise SessionStoreError("NOT_FOUND", f"transient session {index} is no longer in {entry.folder}")
         cached = self._cache.get(index)
         if cached is not None:
