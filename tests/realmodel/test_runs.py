@@ -234,3 +234,52 @@ async def test_a_context_handler_that_edits_nothing_is_failed_and_the_backstop_r
     for exchange in relay.responses():
         assert "context compacted" not in json.dumps(exchange.body or {})
     assert card_kind(outcome.card) != "context_budget_exceeded", outcome.card
+
+
+async def test_a_template_exception_is_not_retried(tmp_path: Path) -> None:
+    """Issue 25: llama-server's 500 with a Jinja exception (Qwen3.5's template refuses a system message after
+    the first; the relay adds one) comes back the same every time, so it is sent once, not four times with
+    backoff, and the role ends ``llm_unavailable`` saying it was not retried."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    def late_system(index: int, body: dict[str, Any]) -> dict[str, Any]:
+        return {"input": [*body.get("input", []), {"type": "message", "role": "system", "content": "Be brief."}]}
+
+    async with (
+        llama_server(tmp_path, template=QWEN35, extra_args=NO_THINKING) as server,
+        rewriting_relay(server.root, late_system) as relay,
+    ):
+        settings = tiny_settings(tmp_path, relay.base_url, {"lead": ["finish"]}, max_tokens=64)
+        with trio.fail_after(RUN_SECONDS):
+            outcome, events = await run_task(settings, workspace, "Say hello.", timeouts=TIMEOUTS)
+    assert [x.status for x in relay.responses()] == [500]
+    assert not of_type(events, "llm_retry")
+    assert card_kind(outcome.card) == "llm_unavailable", outcome.card
+    assert "not retried" in outcome.card.summary and "System message must be at the beginning" in outcome.card.summary
+
+
+async def test_prose_after_a_cut_off_is_incomplete(tmp_path: Path) -> None:
+    """Issue 25: a turn cut at ``maxTokens`` followed by prose with no call ended the role ``success``. The
+    first answer is prose that cannot end in time (``ignore_eos``), the second a short sentence: the role
+    ends ``error`` with kind ``incomplete``."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    def ramble_then_sentence(index: int, body: dict[str, Any]) -> dict[str, Any]:
+        if index == 0:
+            return {"tool_choice": "none", "ignore_eos": True}
+        return prose_sentence(index, body)
+
+    async with (
+        llama_server(tmp_path, template=QWEN25) as server,
+        rewriting_relay(server.root, ramble_then_sentence) as relay,
+    ):
+        settings = tiny_settings(tmp_path, relay.base_url, {"lead": ["finish"]}, max_tokens=CUT_AT)
+        with trio.fail_after(RUN_SECONDS):
+            outcome, events = await run_task(settings, workspace, "Describe the sea.", timeouts=TIMEOUTS)
+    calls = of_type(events, "llm_call")
+    assert [c.get("finishReason") for c in calls][:2] == ["length", "stop"], calls
+    assert [x.status for x in relay.responses()] == [200, 200]
+    assert card_kind(outcome.card) == "incomplete", outcome.card
+    assert outcome.card.status == "error" and "cut off" in outcome.card.summary
