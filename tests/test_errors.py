@@ -21,3 +21,8 @@ def test_a_config_error_keeps_every_problem_and_joins_them_in_its_message() -> N
 def test_an_error_keeps_its_details() -> None:
     error = LlmUnavailable("endpoint down", attempts=3)
     assert (error.message, error.detail) == ("endpoint down", {"attempts": 3})
+
+
+def test_incomplete_is_a_card_kind() -> None:
+    """Issue 25: an implicit finish after a cut-off, or one repeating a platform notice, is ``incomplete``."""
+    assert "incomplete" in ERROR_KINDS

@@ -26,6 +26,11 @@ def test_tiers_and_levels() -> None:
     assert vocabulary.STOP_ORIGINS == ("api", "mcp", "ui")
 
 
+def test_interlude_actions() -> None:
+    """``interrupt_resolved.action``; issue 25: ``compacted`` only when the target's history shrank."""
+    assert vocabulary.INTERLUDE_ACTIONS == ("compacted", "failed", "continue", "redirect", "abort", "answered")
+
+
 @pytest.mark.parametrize(
     ("value", "plain", "with_integer"),
     [

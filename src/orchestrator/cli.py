@@ -2,9 +2,10 @@
 ``mcp``, ``bench``, ``sim-model``; ``orchestrator --version`` prints the package version.
 
 Exit codes: 0 success; 1 the run ended ``error`` / ``needs_clarification``; 2 invalid configuration or
-usage (a port already in use included); 3 the configuration is valid but no model server answers at
-``model.apiBase`` (or it is still loading its model) — ``check`` says so even when the configured values
-would let a service boot, ``run`` and ``resume`` when the run needs the probe; 130 interrupted by a signal.
+usage (a port already in use included, and a model server whose chat template cannot render tools); 3 the
+configuration is valid but no model server answers at ``model.apiBase`` (or it is still loading its model) —
+``check`` says so even when the configured values would let a service boot, ``run`` and ``resume`` when the
+run needs the probe; 130 interrupted by a signal.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.lifecycle import WindDown, run_with_wind_down, wind_down_seconds
 from orchestrator.llm import timeouts_from_env
 from orchestrator.mcpclient import check_mcp_servers
+from orchestrator.narration import Narrator
 from orchestrator.projectsettings import read_project_settings, resolve_effort, resolve_log_level
 from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS
 
@@ -131,8 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
         "check",
         help="print the resolved configuration, or what is wrong with it",
         description="Print the resolved configuration (JSON, on stdout), or what is wrong with it (stderr).",
-        epilog="exit codes: 0 valid and the model server answers; 2 invalid (the problems are listed); 3 valid, "
-        "but no model server answers at model.apiBase (or it is still loading its model)",
+        epilog="exit codes: 0 valid and the model server answers; 2 invalid (the problems are listed; also a "
+        "model server whose chat template cannot render tools); 3 valid, but no model server answers at "
+        "model.apiBase (or it is still loading its model)",
     )
     check.add_argument(
         "--workspace", metavar="DIR", default=".", help="workspace whose guild/ and deployment/ count (default .)"
@@ -320,6 +323,8 @@ def _print_not_ready(headline: str, details: list[str], env: Mapping[str, str]) 
 async def _settings(
     args: argparse.Namespace, env: Mapping[str, str], *, probe: bool = True, shown_notes: NotesView | None = None
 ) -> Settings:
+    """Load and probe the configuration, printing its notes. A model server whose chat template cannot
+    render tools is a ``ConfigError`` here (exit 2): no run could work, so none is started."""
     paths, _ = _located(args, env)
     try:
         settings = load_config(paths, env)
@@ -329,8 +334,12 @@ async def _settings(
         for note in load_redactor(env).redact_all(paths.notes()):  # where each file came from, also on failure
             print(f"orchestrator: {note}", file=sys.stderr)
         raise
-    for note in shown_notes(settings.notes) if shown_notes is not None else settings.notes:
+    problem = settings.model_status.tools_problem if settings.model_status is not None else None
+    notes = [note for note in settings.notes if problem is None or not note.endswith(problem)]
+    for note in shown_notes(notes) if shown_notes is not None else notes:
         print(f"orchestrator: {note}", file=sys.stderr)
+    if problem is not None:
+        raise ConfigError(problem)
     return settings
 
 
@@ -363,10 +372,18 @@ def _request(args: argparse.Namespace, settings: Settings, workspace: Path) -> R
     )
 
 
+def _narrated(args: argparse.Namespace, env: Mapping[str, str]) -> RunServices:
+    """A terminal run's services: the narration on stderr (a line per role, tool call and model turn)."""
+    narrator = Narrator()
+    return RunServices(
+        timeouts=timeouts_from_env(env), human=_human(args), on_delta=narrator.delta, log_listeners=[narrator.event]
+    )
+
+
 async def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     settings = await _settings(args, env)
     workspace = Path(args.workspace).resolve()
-    services = RunServices(timeouts=timeouts_from_env(env), human=_human(args))
+    services = _narrated(args, env)
     return await _execute(settings, workspace, _request(args, settings, workspace), services, args.json, env)
 
 
@@ -417,7 +434,7 @@ async def _resume(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         print("orchestrator: no run to resume", file=sys.stderr)
         return EXIT_OK
     print(f"orchestrator: resuming {found.run_dir.name} ({len(found.state.frames)} live roles)", file=sys.stderr)
-    services = RunServices(timeouts=timeouts_from_env(env), human=_human(args))
+    services = _narrated(args, env)
     outcome, wind_down = await run_with_wind_down(
         lambda: resume_run(settings, workspace, found.run_dir, found.state, found.seq, services),
         services.interrupts,

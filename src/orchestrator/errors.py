@@ -34,6 +34,7 @@ ErrorKind = Literal[
     "loop_detected",
     "interrupted",
     "compaction_failed",
+    "incomplete",
 ]
 ERROR_KINDS: frozenset[str] = frozenset(ErrorKind.__args__)  # type: ignore[attr-defined]
 

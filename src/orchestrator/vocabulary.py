@@ -24,6 +24,7 @@ __all__ = [
     "HUMAN_ANSWER",
     "IMPLICIT_FINISH",
     "INQUIRY_DROPPED",
+    "INTERLUDE_ACTIONS",
     "INTERRUPT",
     "INTERRUPT_RESOLVED",
     "INVALID_TOOL_CALL",
@@ -46,6 +47,7 @@ __all__ = [
     "TOOL_RESULT",
     "UNKNOWN_TOOL",
     "Effort",
+    "InterludeAction",
     "LogLevel",
     "StopOrigin",
     "json_type",
@@ -66,6 +68,12 @@ DEFAULT_LOG_LEVEL: Final = "full"
 #: Who stopped a run (``run_stopped.by``): an HTTP client, the MCP runs face, the web UI's Stop button.
 StopOrigin = Literal["api", "mcp", "ui"]
 STOP_ORIGINS: tuple[str, ...] = get_args(StopOrigin)
+#: How a handler interlude ended: the ``action`` of ``interrupt_resolved``. A context interlude is
+#: ``compacted`` only when its handler ended ``success`` and the target's history got smaller, else
+#: ``failed``; a loop check ends ``continue``, ``redirect`` or ``abort``; an inquiry ``answered`` or
+#: ``failed``.
+InterludeAction = Literal["compacted", "failed", "continue", "redirect", "abort", "answered"]
+INTERLUDE_ACTIONS: tuple[str, ...] = get_args(InterludeAction)
 
 # --- run-log event types: the ``type`` of each ``log.jsonl`` line ----------------------------------
 

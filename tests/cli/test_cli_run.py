@@ -9,7 +9,7 @@ from pathlib import Path
 
 import trio
 from tests.engine.harness import call, finish, turn
-from tests.helpers import REPO, write_deployment, write_guild
+from tests.helpers import REPO, serve_script, write_deployment, write_guild
 
 ROLES = {"lead": ["agent", "finish"], "leaf": ["finish"]}
 
@@ -61,6 +61,47 @@ async def test_run_exits_one_when_the_run_errors(tmp_path: Path, sim_for) -> Non
         done = await _orchestrator("run", "--workspace", str(tmp_path), *_config(tmp_path, sim.base_url), "go")
     assert done.returncode == 1
     assert b"error" in done.stdout and b"nope" in done.stdout
+
+
+async def test_run_narrates_each_model_turn_on_stderr(tmp_path: Path, sim_for) -> None:
+    """Issue 25: a long first turn printed nothing; now each turn says it went out and what came back."""
+    script = {
+        "turns": [
+            turn("lead", call("agent", role="leaf", task="x")),
+            turn("leaf", finish("leaf ok")),
+            turn("lead", finish("all done")),
+        ]
+    }
+    async with sim_for(script) as sim:
+        done = await _orchestrator("run", "--workspace", str(tmp_path), *_config(tmp_path, sim.base_url), "go")
+    assert done.returncode == 0, done.stderr.decode()
+    lines = done.stderr.decode().splitlines()
+    assert "▶ lead-0-1 starts: go" in lines
+    assert "    … lead-0-1 turn 1: waiting for the model" in lines
+    assert "      … leaf-1-2 turn 1: waiting for the model" in lines
+    assert any(line.startswith("    ✓ lead-0-1 turn 2: ") and " completion tokens in " in line for line in lines)
+    assert "■ lead-0-1 success: all done" in lines
+    assert b"run run-" in done.stdout and b"waiting for the model" not in done.stdout
+
+
+async def test_a_template_that_cannot_render_tools_stops_run_and_check_before_any_run_folder(tmp_path: Path) -> None:
+    """Issue 25: ``run`` exited 1 after creating a run folder, while ``check`` already knew; now both exit 2."""
+    script = {"flavor": {"name": "llama-server", "supportsTools": False}, "turns": [turn("lead", finish("x"))]}
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    async with serve_script(script) as sim:
+        config = _config(tmp_path, sim.base_url)
+        ran = await _orchestrator("run", "--workspace", str(workspace), *config, "go")
+        checked = await _orchestrator("check", "--workspace", str(workspace), *config)
+    for done in (ran, checked):
+        assert done.returncode == 2, done.stderr.decode()
+        errors = done.stderr.decode()
+        assert "invalid configuration:" in errors and "chat_template_caps.supports_tools" in errors
+        assert errors.count("chat_template_caps.supports_tools") == 1  # not also as a WARNING note
+        assert done.stdout == b""
+    problem = [line for line in ran.stderr.decode().splitlines() if "supports_tools" in line]
+    assert problem == [line for line in checked.stderr.decode().splitlines() if "supports_tools" in line]
+    assert not (workspace / ".orchestration" / "runs").exists()
 
 
 async def test_run_exits_two_on_invalid_configuration_naming_the_variable(tmp_path: Path) -> None:

@@ -69,7 +69,7 @@ def test_every_kind_in_the_closed_set_is_accepted(kind: str) -> None:
     )
 
 
-def test_the_closed_set_is_the_seeds_twelve_kinds() -> None:
+def test_the_closed_set_is_the_seeds_twelve_kinds_and_incomplete() -> None:
     assert {
         "invalid_tool_call",
         "unknown_tool",
@@ -83,6 +83,7 @@ def test_the_closed_set_is_the_seeds_twelve_kinds() -> None:
         "loop_detected",
         "interrupted",
         "compaction_failed",
+        "incomplete",  # issue 25: an implicit finish that is no answer (docs/engine.md)
     } == ERROR_KINDS
 
 

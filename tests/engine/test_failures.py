@@ -38,6 +38,18 @@ async def test_one_http_error_then_success_recovers(tmp_path: Path, sim_for) -> 
     assert outcome.card.summary == "fine"
 
 
+async def test_an_error_that_cannot_succeed_is_not_retried(tmp_path: Path, sim_for) -> None:
+    """Issue 25: a 4xx (here an endpoint without /responses) comes back the same; one attempt, no backoff."""
+    script = {"turns": [{"reusable": True, "fail": {"status": 404}}]}
+    async with sim_for(script) as sim:
+        settings = make_settings(tmp_path, sim.base_url)
+        outcome, events = await run_task(settings, tmp_path)
+        requests = await sim.responses_requests()
+    assert outcome.card.error is not None and outcome.card.error.kind == "llm_unavailable"
+    assert "HTTP 404 (not retried" in outcome.card.summary
+    assert len(requests) == 1 and "llm_retry" not in types(events)
+
+
 async def test_failed_and_empty_completions_are_retried(tmp_path: Path, sim_for) -> None:
     script = {
         "turns": [

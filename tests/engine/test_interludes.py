@@ -283,6 +283,63 @@ async def test_a_failed_rejection_handler_falls_back_to_the_naive_backstop(tmp_p
     assert len(of_type(events, "context_compacted")) == 1
 
 
+async def test_a_handler_that_claims_success_without_editing_is_failed_and_the_backstop_runs(
+    tmp_path: Path, sim_for
+) -> None:
+    """Issue 25: against llama-server a handler finished "success" without touching the target; the run logged
+    ``compacted``, appended a "context compacted" notice, and the rejected prompt grew until the role died."""
+    script = {
+        "turns": [
+            *_delegate_to_coder(),
+            turn("coder", call("run_shell", command="echo big")),
+            turn("coder", fail={"contextExceeded": True, "promptTokens": 20000}),
+            turn("context_manager", call("context_info", targetRole="coder-1-2")),
+            turn("context_manager", finish("compacted it")),  # it did not
+            turn("coder", finish("after backstop"), last="context window exceeded"),
+            turn("lead", finish("done")),
+        ]
+    }
+    async with sim_for(script) as sim:
+        settings = make_settings(tmp_path, sim.base_url, roles=ROLES, **HANDLERS)
+        outcome, events = await run(settings, tmp_path)
+        requests = await sim.responses_requests()
+    assert outcome.card.summary == "done"
+    resolved = of_type(events, "interrupt_resolved")[0]
+    assert resolved["action"] == "failed" and resolved["handlerStatus"] == "success"
+    assert "did not shrink" in resolved["summary"]
+    assert len(of_type(events, "context_compacted")) == 1  # the backstop compacted instead
+    coder_after = requests[-2]["body"]["input"]
+    assert not any("context compacted" in json.dumps(item) for item in coder_after)
+    _pairs_ok(events)
+
+
+async def test_a_pressure_handler_that_changes_nothing_falls_back_to_the_handoff_notice(
+    tmp_path: Path, sim_for
+) -> None:
+    script = {
+        "turns": [
+            turn("coder", call("run_shell", command="echo one"), usage=PRESSURE),
+            turn("context_manager", finish("all tidy")),
+            turn(
+                "coder",
+                finish("handing off", status="error", error={"kind": "context_handoff"}),
+                last="context pressure",
+            ),
+        ]
+    }
+    async with sim_for(script) as sim:
+        settings = make_settings(
+            tmp_path,
+            sim.base_url,
+            roles={"coder": ["run_shell", "finish"], **{k: v for k, v in ROLES.items() if k != "coder"}},
+            **HANDLERS,
+        )
+        outcome, events = await run(settings, tmp_path)
+    resolved = of_type(events, "interrupt_resolved")[0]
+    assert resolved["action"] == "failed" and resolved["handlerStatus"] == "success"
+    assert outcome.card.error.kind == "context_handoff"
+
+
 # --- operator requests --------------------------------------------------------------------------------
 
 

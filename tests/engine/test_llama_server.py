@@ -15,6 +15,7 @@ from tests.helpers import make_settings, serve_script
 
 from orchestrator.config import probe_model
 from orchestrator.engine.effort import effort_directive
+from orchestrator.engine.limits import CUT_OFF_NOTICE
 from orchestrator.llm import LlmTimeouts
 from orchestrator.llm.client import ERROR_HEAD, ERROR_TAIL, error_excerpt
 
@@ -124,6 +125,46 @@ async def test_d_cut_off_text_is_not_a_success_card(tmp_path: Path) -> None:
     assert requests[1]["body"]["input"][-2]["content"] == "Here is my long answer that goes on and on"
 
 
+async def test_d_prose_after_a_cut_off_is_incomplete_not_success(tmp_path: Path) -> None:
+    """Issue 25: against llama-server a cut-off turn followed by prose with no call ended the role ``success``."""
+    script = _script(
+        turn("leaf", content="Here is my long answer that goes on and on", finishReason="length"),
+        turn("leaf", content="Short answer: it is done.", last="response cut off"),
+    )
+    async with serve_script(script) as sim:
+        settings = make_settings(tmp_path, sim.base_url, roles={"leaf": ["finish"]}, **SMALL_BUDGET)
+        outcome, events = await run_task(settings, tmp_path)
+    card = outcome.card
+    assert card.status == "error" and card.error is not None and card.error.kind == "incomplete"
+    assert "cut off" in card.summary and card.error.details == {"lastResponse": "Short answer: it is done."}
+    assert "cut off" in of_type(events, "implicit_finish")[0]["message"]
+    assert outcome.meta.status == "error"
+
+
+async def test_d_an_implicit_finish_repeating_a_platform_notice_is_incomplete(tmp_path: Path) -> None:
+    """Issue 25: SmolLM2 once answered the cut-off notice by repeating it, and that was the success summary."""
+    echo = CUT_OFF_NOTICE.format(limit=64)
+    script = _script(turn("leaf", content=f"{echo}"))
+    async with serve_script(script) as sim:
+        settings = make_settings(tmp_path, sim.base_url, roles={"leaf": ["finish"]}, **SMALL_BUDGET)
+        outcome, events = await run_task(settings, tmp_path)
+    card = outcome.card
+    assert card.status == "error" and card.error is not None and card.error.kind == "incomplete"
+    assert "platform notice" in card.summary and card.summary != echo
+    assert "implicit_finish" in types(events)
+
+
+async def test_d_an_answer_after_a_normal_turn_is_still_an_implicit_success(tmp_path: Path) -> None:
+    script = _script(
+        turn("leaf", call("run_shell", command="echo hi")),
+        turn("leaf", content="It printed hi.", last="hi"),
+    )
+    async with serve_script(script) as sim:
+        settings = make_settings(tmp_path, sim.base_url, roles={"leaf": ["run_shell", "finish"]}, **SMALL_BUDGET)
+        outcome, _ = await run_task(settings, tmp_path)
+    assert outcome.card.status == "success" and outcome.card.summary == "It printed hi."
+
+
 async def test_d_a_completion_cut_before_any_output_fails_at_once(tmp_path: Path) -> None:
     script = _script({"reusable": True, "reasoning": "thinking about the call", "finishReason": "length"})
     async with serve_script(script) as sim:
@@ -218,7 +259,12 @@ async def test_h_a_long_error_reaches_the_card_with_its_cause(tmp_path: Path) ->
     script = _script({"reusable": True, "fail": {"status": 500, "message": message}})
     async with serve_script(script) as sim:
         settings = make_settings(tmp_path, sim.base_url)
-        outcome, _ = await run_task(settings, tmp_path)
+        outcome, events = await run_task(settings, tmp_path)
+        requests = await sim.responses_requests()
     assert outcome.card.error is not None and outcome.card.error.kind == "llm_unavailable"
     assert "HTTP 500" in outcome.card.summary and "Jinja Exception" in outcome.card.summary
+    # issue 25: a template exception is deterministic: one request, no retries with backoff
+    assert len(requests) == 1 and "llm_retry" not in types(events)
+    assert "not retried" in outcome.card.summary
+    assert of_type(events, "llm_unavailable")[0]["attempts"] == 1
     assert outcome.card.summary.endswith('System message must be at the beginning.","type":"server_error"}}')

@@ -48,3 +48,5 @@ def test_cards() -> None:
     assert classify_card("needs_clarification").ok
     assert tuple(classify_card("error", {"kind": "tests_failed", "message": "m"})) == ("fail", "tests_failed")
     assert tuple(classify_card("error")) == ("fail", "failed")
+    # issue 25: an implicit finish that is no answer is a red failure badge naming the kind
+    assert tuple(classify_card("error", {"kind": "incomplete"})) == ("fail", "incomplete")

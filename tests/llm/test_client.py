@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.errors import ConfigError
-from orchestrator.llm.client import ERROR_HEAD, ERROR_TAIL, LlmTimeouts, error_excerpt, timeouts_from_env
+from orchestrator.llm.client import (
+    ERROR_HEAD,
+    ERROR_TAIL,
+    LlmTimeouts,
+    deterministic_http_error,
+    error_excerpt,
+    timeouts_from_env,
+)
 
 
 def test_an_empty_environment_gives_the_defaults() -> None:
@@ -59,3 +66,32 @@ def test_a_longer_body_keeps_head_and_tail_and_counts_the_gap() -> None:
 
 def test_undecodable_bytes_are_replaced_not_raised() -> None:
     assert error_excerpt(b"bad \xff byte") == "bad \ufffd byte"
+
+
+_JINJA = b'{"error":{"code":500,"message":"Jinja Exception: System message must be at the beginning."}}'
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "deterministic"),
+    [
+        (500, _JINJA, True),  # llama-server's template exception: the same request fails every time
+        (500, b'{"error":{"message":"Failed to parse tool call arguments as JSON: x"}}', True),
+        (500, b"tools param requires --jinja flag", True),
+        (500, b'{"error":{"code":500,"message":"sim: scripted failure (HTTP 500)","type":"server_error"}}', False),
+        (500, b"", False),
+        (502, b"bad gateway", False),
+        (503, b'{"error":{"message":"Loading model"}}', False),
+        (503, b"busy", False),
+        (504, b"", False),
+        (400, b'{"error":{"message":"bad field"}}', True),
+        (401, b"", True),
+        (404, b"not found", True),
+        (422, b"", True),
+        (408, b"", False),
+        (409, b"", False),
+        (429, b"slow down", False),
+        (501, b"", True),
+    ],
+)
+def test_deterministic_errors_are_told_from_transient_ones(status: int, body: bytes, deterministic: bool) -> None:
+    assert deterministic_http_error(status, body) is deterministic

@@ -183,3 +183,103 @@ async def test_a_context_overflow_is_recognised(tmp_path: Path) -> None:
     assert relay.responses() and relay.responses()[0].status == 400
     assert of_type(events, "context_budget_exceeded"), [e["type"] for e in events]
     assert card_kind(outcome.card) == "context_budget_exceeded", outcome.card
+
+
+#: ``read_file`` narrowed to the one big file of the context-handler test
+BIG_FILE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"path": {"type": "string", "enum": ["big.txt"]}},
+    "required": ["path"],
+    "additionalProperties": False,
+}
+
+
+async def test_a_context_handler_that_edits_nothing_is_failed_and_the_backstop_runs(tmp_path: Path) -> None:
+    """Issue 25, against llama-server with ``-c 2048``: the lead reads a file too big for the window, the
+    request is rejected (400), the context handler is forced to finish ``success`` without an edit. The
+    interlude is ``failed`` (not ``compacted``), no "context compacted" notice is sent, the naive backstop
+    shortens the history, and the lead's next request fits — where the prompt used to grow with each
+    notice (2,102 → 2,284 → 2,466 tokens) until the role died ``context_budget_exceeded``."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "big.txt").write_text(" ".join(f"item {i} is a plain word list entry." for i in range(300)))
+
+    def rewrite(index: int, body: dict[str, Any]) -> dict[str, Any]:
+        if index == 0:
+            return force_call(body, {"read_file": BIG_FILE})
+        return force_call(body, {"finish": SHORT_FINISH})  # the lead and the handler may only finish
+
+    roles = {"lead": ["read_file", "finish"], "context_manager": ["context_info", "edit_context", "finish"]}
+    async with (
+        llama_server(tmp_path, template=QWEN25, ctx=2048) as server,
+        rewriting_relay(server.root, rewrite) as relay,
+    ):
+        generation = {"temperature": TEMPERATURE, "maxTokens": 64}
+        settings = make_settings(
+            tmp_path,
+            relay.base_url,
+            roles,
+            model={"name": str(real_model().model), "contextWindow": 2048, "generation": generation},
+            contextHandlerRole="context_manager",
+            context_policy={"maxToolOutputChars": 20_000},
+        )
+        with trio.fail_after(RUN_SECONDS):
+            outcome, events = await run_task(settings, workspace, "Read big.txt, then finish.", timeouts=TIMEOUTS)
+    statuses = [x.status for x in relay.responses()]
+    assert statuses[:2] == [200, 400], statuses  # the read, then the rejected request
+    assert statuses.count(400) == 1, statuses  # the prompt did not grow into further rejections
+    resolved = of_type(events, "interrupt_resolved")
+    assert resolved and resolved[0]["action"] == "failed" and resolved[0]["handlerStatus"] == "success", resolved
+    assert len(of_type(events, "context_compacted")) == 1
+    for exchange in relay.responses():
+        assert "context compacted" not in json.dumps(exchange.body or {})
+    assert card_kind(outcome.card) != "context_budget_exceeded", outcome.card
+
+
+async def test_a_template_exception_is_not_retried(tmp_path: Path) -> None:
+    """Issue 25: llama-server's 500 with a Jinja exception (Qwen3.5's template refuses a system message after
+    the first; the relay adds one) comes back the same every time, so it is sent once, not four times with
+    backoff, and the role ends ``llm_unavailable`` saying it was not retried."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    def late_system(index: int, body: dict[str, Any]) -> dict[str, Any]:
+        return {"input": [*body.get("input", []), {"type": "message", "role": "system", "content": "Be brief."}]}
+
+    async with (
+        llama_server(tmp_path, template=QWEN35, extra_args=NO_THINKING) as server,
+        rewriting_relay(server.root, late_system) as relay,
+    ):
+        settings = tiny_settings(tmp_path, relay.base_url, {"lead": ["finish"]}, max_tokens=64)
+        with trio.fail_after(RUN_SECONDS):
+            outcome, events = await run_task(settings, workspace, "Say hello.", timeouts=TIMEOUTS)
+    assert [x.status for x in relay.responses()] == [500]
+    assert not of_type(events, "llm_retry")
+    assert card_kind(outcome.card) == "llm_unavailable", outcome.card
+    assert "not retried" in outcome.card.summary and "System message must be at the beginning" in outcome.card.summary
+
+
+async def test_prose_after_a_cut_off_is_incomplete(tmp_path: Path) -> None:
+    """Issue 25: a turn cut at ``maxTokens`` followed by prose with no call ended the role ``success``. The
+    first answer is prose that cannot end in time (``ignore_eos``), the second a short sentence: the role
+    ends ``error`` with kind ``incomplete``."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    def ramble_then_sentence(index: int, body: dict[str, Any]) -> dict[str, Any]:
+        if index == 0:
+            return {"tool_choice": "none", "ignore_eos": True}
+        return prose_sentence(index, body)
+
+    async with (
+        llama_server(tmp_path, template=QWEN25) as server,
+        rewriting_relay(server.root, ramble_then_sentence) as relay,
+    ):
+        settings = tiny_settings(tmp_path, relay.base_url, {"lead": ["finish"]}, max_tokens=CUT_AT)
+        with trio.fail_after(RUN_SECONDS):
+            outcome, events = await run_task(settings, workspace, "Describe the sea.", timeouts=TIMEOUTS)
+    calls = of_type(events, "llm_call")
+    assert [c.get("finishReason") for c in calls][:2] == ["length", "stop"], calls
+    assert [x.status for x in relay.responses()] == [200, 200]
+    assert card_kind(outcome.card) == "incomplete", outcome.card
+    assert outcome.card.status == "error" and "cut off" in outcome.card.summary

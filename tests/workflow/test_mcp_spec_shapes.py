@@ -93,6 +93,34 @@ def test_activity_outcome_once_per_visit_and_progress_on_entered(mcp: McpProcess
     assert [e["data"]["outcome"] for e in events(folder, "activity_outcome")][-1] == "seen again"
 
 
+def test_an_outcome_given_in_the_call_that_enters_its_activity_is_recorded_once(mcp: McpProcess) -> None:
+    """Issue 25: one visit, two ``activity_outcome`` rows — the outcome came with the entering call, and the
+    next call repeating the manifest recorded it again."""
+    index, folder = start(mcp, workflow_id="bug-fix")
+    outcome = [{"activity_id": "reproduce", "outcome": "seen"}]
+    mcp.ok("next_activity", session_index=index, activity_id="reproduce", activity_manifest=outcome)
+    mcp.ok("next_activity", session_index=index, activity_id="diagnose", step_manifest=[], activity_manifest=outcome)
+    mcp.ok("next_activity", session_index=index, activity_id="fix", step_manifest=[], activity_manifest=outcome)
+    history = session_json(folder)["history"]
+    rows = [(e["type"], e.get("activity")) for e in history if e["type"] in ("activity_entered", "activity_outcome")]
+    assert rows == [
+        ("activity_entered", "reproduce"),
+        ("activity_outcome", "reproduce"),  # on the visit it entered
+        ("activity_entered", "diagnose"),
+        ("activity_entered", "fix"),
+    ]
+    # re-entering the activity it leaves: the outcome is the visit's that ends, and the new visit records again
+    mcp.ok("next_activity", session_index=index, activity_id="fix", step_manifest=[],
+           activity_manifest=[{"activity_id": "fix", "outcome": "first try"}])
+    mcp.ok("next_activity", session_index=index, activity_id="verify", step_manifest=[],
+           activity_manifest=[{"activity_id": "fix", "outcome": "second try"}])
+    fixes = [(e["type"], e["data"]["outcome"] if e["type"] == "activity_outcome" else "")
+             for e in session_json(folder)["history"]
+             if e.get("activity") == "fix" and e["type"] in ("activity_entered", "activity_outcome")]
+    assert fixes == [("activity_entered", ""), ("activity_outcome", "first try"), ("activity_entered", ""),
+                     ("activity_outcome", "second try")]
+
+
 # ------------------------------------------------------------------------------------------ 1
 
 

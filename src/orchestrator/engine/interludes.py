@@ -6,6 +6,10 @@ One mechanism serves four triggers, each logged as an ``interrupt`` / ``interrup
   ``compacted`` (+ a notice) or ``failed`` → the naive backstop.
 - ``context_pressure``: the entry role crossed the pressure threshold → ``contextHandlerRole``;
   ``compacted`` (+ a notice) or ``failed`` → the handoff notice.
+
+  A context interlude is ``compacted`` only when the handler ended ``success`` *and* the target's
+  history got smaller (fewer characters); a handler that claims success without shrinking it is
+  ``failed`` (``handlerStatus: success``, a summary saying so), so the fallback runs.
 - ``loop_check``: every N tool calls / N generated tokens (× the effort factor) →
   ``interruptTriggers.handlerRole``; its ``trigger_interrupt`` decision: ``continue``, ``redirect``,
   ``abort`` (``continue`` when it decided nothing).
@@ -23,6 +27,7 @@ from collections.abc import Awaitable, Callable
 
 from orchestrator.conversation import CardError, Message, ResultCard
 from orchestrator.engine import events as ev
+from orchestrator.engine.context import history_chars
 from orchestrator.engine.effort import CADENCE_FACTOR
 from orchestrator.engine.interrupts import notice_text, plan_modification_text
 from orchestrator.engine.limits import TurnLimits
@@ -146,16 +151,8 @@ class Interludes:
         handler = context.settings.deployment.executor.context_handler_role or ""
         reported = f"{rejection.prompt_tokens} tokens" if rejection.prompt_tokens else "more tokens than it holds"
         task = self._context_task(frame, f"the model endpoint rejected its last request as too long ({reported})")
-        card, _ = await self._interlude("context_budget_exceeded", handler, frame, task)
-        if card.status == "success":
-            context.log.emit(ev.interrupt_resolved("context_budget_exceeded", handler, frame.instance_id, "compacted"))
-            frame.inbox.append(Message(role="user", content=COMPACTED_NOTICE.format(summary=card.summary)))
+        if await self._context_interlude("context_budget_exceeded", handler, frame, task):
             return None
-        context.log.emit(
-            ev.interrupt_resolved(
-                "context_budget_exceeded", handler, frame.instance_id, "failed", handler_status=card.status
-            )
-        )
         return self._limits.backstop(frame, rejection.prompt_tokens)
 
     async def _context_pressure(self, frame: RoleFrame) -> None:
@@ -163,17 +160,30 @@ class Interludes:
         handler = context.settings.deployment.executor.context_handler_role or ""
         tokens = frame.last_prompt_tokens or 0
         task = self._context_task(frame, f"its prompt reached {tokens} tokens of a {context.budget}-token budget")
-        card, _ = await self._interlude("context_pressure", handler, frame, task)
-        if card.status == "success":
-            context.log.emit(ev.interrupt_resolved("context_pressure", handler, frame.instance_id, "compacted"))
-            frame.inbox.append(Message(role="user", content=COMPACTED_NOTICE.format(summary=card.summary)))
-        else:
-            context.log.emit(
-                ev.interrupt_resolved(
-                    "context_pressure", handler, frame.instance_id, "failed", handler_status=card.status
-                )
-            )
+        if not await self._context_interlude("context_pressure", handler, frame, task):
             frame.pressure_notice_due = True  # fall back to the handoff notice
+
+    async def _context_interlude(self, trigger: str, handler: str, frame: RoleFrame, task: str) -> bool:
+        """Run the context handler on ``frame``; ``True`` when it compacted (the notice is queued).
+
+        The handler's word is not enough: it compacted only if it ended ``success`` and the target's
+        history is now smaller. Otherwise the interlude is ``failed`` and the caller falls back.
+        """
+        before = history_chars(frame.history)
+        card, _ = await self._interlude(trigger, handler, frame, task)
+        after = history_chars(frame.history)
+        if card.status == "success" and after < before:
+            self._context.log.emit(ev.interrupt_resolved(trigger, handler, frame.instance_id, "compacted"))
+            frame.inbox.append(Message(role="user", content=COMPACTED_NOTICE.format(summary=card.summary)))
+            return True
+        summary = None
+        if card.status == "success":
+            summary = f"the handler reported success but the conversation did not shrink ({before} → {after} chars)"
+        resolved = ev.interrupt_resolved(
+            trigger, handler, frame.instance_id, "failed", handler_status=card.status, summary=summary
+        )
+        self._context.log.emit(resolved)
+        return False
 
     # --- loop check -------------------------------------------------------------------------------
 

@@ -2,7 +2,9 @@
 
 ``TurnLimits`` is the run's policy for three limits: the completion limit (a response cut off at
 ``maxTokens``), the context window (a rejected request: park it for the context handler or compact in
-place with the naive backstop) and the pressure threshold (a one-shot handoff notice).
+place with the naive backstop) and the pressure threshold (a one-shot handoff notice). It also judges
+an implicit finish (a turn with no tool call): ``success`` unless it answers a cut-off or repeats a
+platform notice, which is ``incomplete``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ __all__ = [
     "CUT_OFF_NOTICE",
     "MAX_CONSECUTIVE_CUT_OFFS",
     "MAX_CONSECUTIVE_REJECTIONS",
+    "PLATFORM_NOTICE_MARK",
     "PRESSURE_NOTICE",
     "TurnLimits",
     "error_card",
@@ -31,6 +34,9 @@ _ENCODER = msgspec.json.Encoder()
 MAX_CONSECUTIVE_REJECTIONS = 3
 #: Turns in a row cut off at the completion limit before the role gives up (``llm_unavailable``).
 MAX_CONSECUTIVE_CUT_OFFS = 3
+
+#: How every message the platform writes into a conversation starts.
+PLATFORM_NOTICE_MARK = "[Platform notice — "
 
 CUT_OFF_NOTICE = (
     "[Platform notice — response cut off] Your last response reached the completion limit "
@@ -78,6 +84,29 @@ class TurnLimits:
         frame.history.append(assistant)
         frame.history.append(Message(role="user", content=CUT_OFF_NOTICE.format(limit=limit)))
         return None
+
+    def implicit_finish(self, frame: RoleFrame, assistant: Message, after_cut_off: bool) -> ResultCard:
+        """A turn with no tool call ends the role (the seed's implicit finish), with its text as the summary.
+
+        It is ``success`` only when it is a real answer: text that follows a cut-off turn (the model was
+        told to answer briefly and did not call ``finish``), or that repeats a platform notice, ends the
+        role ``error`` with kind ``incomplete``. The assistant message joins the history either way.
+        """
+        frame.history.append(assistant)
+        text = assistant.content
+        if not after_cut_off and PLATFORM_NOTICE_MARK not in text:
+            self._context.log.emit(ev.failure(names.IMPLICIT_FINISH, frame, message="the response had no tool calls"))
+            return ResultCard(status="success", summary=text)
+        if after_cut_off:
+            why = "the role's previous response was cut off at the completion limit and this one called no tool"
+        else:
+            why = "the response called no tool and repeats a platform notice instead of answering"
+        self._context.log.emit(ev.failure(names.IMPLICIT_FINISH, frame, message=why))
+        return ResultCard(
+            status="error",
+            summary=f"the role did not finish its work: {why}",
+            error=CardError(kind="incomplete", message=why, details={"lastResponse": text[:500]}),
+        )
 
     def check_pressure(self, frame: RoleFrame, prompt_tokens: int) -> None:
         threshold = self._context.settings.deployment.executor.context_pressure_threshold

@@ -304,11 +304,9 @@ class Run:
         self.limits.check_pressure(frame, usage.prompt_tokens)
         if outcome.finish_reason == "length":
             return self.limits.cut_off(frame, assistant)
-        frame.cut_off_turns = 0
+        after_cut_off, frame.cut_off_turns = frame.cut_off_turns > 0, 0
         if not assistant.tool_calls:
-            self.log.emit(ev.failure(names.IMPLICIT_FINISH, frame, message="the response had no tool calls"))
-            frame.history.append(assistant)
-            return ResultCard(status="success", summary=assistant.content)
+            return self.limits.implicit_finish(frame, assistant, after_cut_off)
         return assistant
 
     def _publisher(self, frame: RoleFrame) -> Callable[[str, str, bool], None] | None:

@@ -34,6 +34,7 @@ __all__ = [
     "RetryNotice",
     "TurnOutcome",
     "Unavailable",
+    "deterministic_http_error",
     "timeouts_from_env",
 ]
 
@@ -248,8 +249,39 @@ class LlmClient:
         rejected = _context_rejection(response.status_code, raw)
         if rejected is not None:
             return rejected
-        cause: FailureCause = "loading" if response.status_code == 503 and _LOADING.search(raw) else "http"
-        return AttemptFailed(f"HTTP {response.status_code}: {error_excerpt(raw)}", cause=cause)
+        status = response.status_code
+        cause: FailureCause = "loading" if status == 503 and _LOADING.search(raw) else "http"
+        if deterministic_http_error(status, raw):
+            note = " (not retried: the same request fails the same way)"
+            return AttemptFailed(f"HTTP {status}{note}: {error_excerpt(raw)}", cause=cause, retry=False)
+        return AttemptFailed(f"HTTP {status}: {error_excerpt(raw)}", cause=cause)
+
+
+#: Client errors worth another attempt: a timeout, a conflict, "too early", rate limiting. Every other 4xx
+#: is the request's own fault and is answered the same again.
+_TRANSIENT_CLIENT_STATUSES = frozenset({408, 409, 425, 429})
+#: What a server error's body says when the request itself cannot be rendered: llama-server answers 500
+#: for a chat-template exception (minja's "Jinja Exception", "System message must be at the beginning")
+#: and for tool-call arguments or a tools parameter it cannot take, every time the same request comes.
+_DETERMINISTIC_BODY = re.compile(
+    rb"jinja exception|chat template|failed to parse tool call|tools param requires|"
+    rb"must be at the beginning|invalid_request_error|not_supported_error",
+    re.IGNORECASE,
+)
+
+
+def deterministic_http_error(status: int, body: bytes) -> bool:
+    """Whether an HTTP error answer would come back the same for the same request (so retrying is waste).
+
+    By status: a 4xx other than 408/409/425/429, or a 501/505. By body: a 500 whose text is a template or
+    request-shape failure (see ``_DETERMINISTIC_BODY``). A bare 500, 502, 503 (loading or not), 504 are
+    transient. (A context rejection never gets here: it is recognised first.)
+    """
+    if 400 <= status < 500:
+        return status not in _TRANSIENT_CLIENT_STATUSES
+    if status == 500:
+        return _DETERMINISTIC_BODY.search(body) is not None
+    return status in (501, 505)
 
 
 def error_excerpt(raw: bytes) -> str:

@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import threading
+import time
 from pathlib import Path
 
 import msgspec
@@ -551,3 +552,29 @@ def test_killed_writers_leave_a_folder_that_verifies(settings: WorkflowSettings,
         proc.wait(30)
         state = store.read(folder)  # raises SEAL_MISMATCH on a torn or unsealed folder
         assert last is not None and state.seq in (last, last + 1)
+    # what the kills left behind (a temp file cut mid-write), once old enough, goes with the next write
+    orphans = [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+    stamp = time.time() - 3600
+    for orphan in orphans:
+        os.utime(orphan, (stamp, stamp))
+    store.write(folder, touch(store.read(folder), now=time.time()))
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_write_and_an_open_sweep_the_temp_files_of_killed_writers(store: SessionStore, root: Path) -> None:
+    """Issue 25: a ``kill -9`` mid-write left ``.session.json.<pid>.<hex>.tmp`` in the planning folder forever."""
+    from tests.workflow.session.test_fsio import dead_pid, temp_file
+
+    from orchestrator.workflow.session.fsio import ORPHAN_MIN_AGE_SECONDS
+
+    folder = root / "acc-orphans"
+    _create(store, folder)
+    old = ORPHAN_MIN_AGE_SECONDS + 1
+    first, second = temp_file(folder, dead_pid(), age=old), temp_file(folder, dead_pid(), age=old)
+    live = temp_file(folder, os.getpid(), age=old)
+    store.write(folder, touch(store.read(folder), now=T0 + 1))
+    assert not first.exists() and not second.exists() and live.exists()
+    third = temp_file(folder, dead_pid(), name=".session-token.next", age=old)
+    store.open_folder(folder)
+    assert not third.exists() and live.exists()
+    assert store.read(folder).seq == 1

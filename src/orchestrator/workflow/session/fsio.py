@@ -3,21 +3,82 @@
 ``write_private`` stages the bytes in a uniquely named temp file in the destination's directory,
 fsyncs, then renames it over the destination (or, with ``exclusive=True``, hard-links it into place so
 an existing destination is never replaced). A rename that fails with ``EXDEV`` falls back to copying
-the bytes onto the destination and fsyncing. The temp file is always removed. A reader sees the old
-file or the new one, never a torn mix.
+the bytes onto the destination and fsyncing. The temp file is always removed — unless the process is
+killed mid-write (``kill -9``): ``sweep_orphan_temps`` removes such a dead writer's temp files later. A
+reader sees the old file or the new one, never a torn mix.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
+import time
 from pathlib import Path
 
-__all__ = ["DIR_MODE", "FILE_MODE", "fsync_dir", "make_private_dirs", "write_in_place", "write_private"]
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "ORPHAN_MIN_AGE_SECONDS",
+    "fsync_dir",
+    "make_private_dirs",
+    "pid_alive",
+    "sweep_orphan_temps",
+    "write_in_place",
+    "write_private",
+]
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+#: ``write_private``'s temp file name: ``.<name>.<pid>.<8 hex digits>.tmp``.
+_TEMP_NAME = re.compile(r"^\..+\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp$")
+#: A dead writer's temp file is swept only once it is this old. A live write keeps its temp file for
+#: milliseconds; the margin covers a writer in another pid namespace (a container sharing the folder),
+#: whose pid means nothing here.
+ORPHAN_MIN_AGE_SECONDS = 60.0
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists here (signal 0; another user's process counts as alive)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists; anything else: do not guess it dead
+        return True
+    return True
+
+
+def sweep_orphan_temps(directory: Path, *, min_age_seconds: float = ORPHAN_MIN_AGE_SECONDS) -> list[Path]:
+    """Remove the temp files ``write_private`` left in ``directory`` when its process died mid-write.
+
+    A temp file is an orphan when the pid in its name is not a live process and it was last modified at
+    least ``min_age_seconds`` ago. Returns the files removed; I/O errors leave a file where it is.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        match = _TEMP_NAME.match(entry.name)
+        if match is None or pid_alive(int(match["pid"])):
+            continue
+        try:
+            if (
+                not entry.is_file(follow_symlinks=False)
+                or now - entry.stat(follow_symlinks=False).st_mtime < min_age_seconds
+            ):
+                continue
+            os.unlink(entry.path)
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+    return removed
 
 
 def make_private_dirs(directory: Path) -> None:

@@ -38,7 +38,13 @@ from orchestrator.workflow.errors import SessionStoreError
 from orchestrator.workflow.serverconfig import WorkflowSettings
 from orchestrator.workflow.session import keys
 from orchestrator.workflow.session.canonical import canonical_bytes
-from orchestrator.workflow.session.fsio import fsync_dir, make_private_dirs, write_in_place, write_private
+from orchestrator.workflow.session.fsio import (
+    fsync_dir,
+    make_private_dirs,
+    sweep_orphan_temps,
+    write_in_place,
+    write_private,
+)
 from orchestrator.workflow.session.probe import stored_indexes
 from orchestrator.workflow.session.roots import search_roots, validate_slug
 from orchestrator.workflow.session.sessionfile import (
@@ -295,6 +301,7 @@ class SessionStore:
                         "was written. Read its state again (get_workflow_status) and repeat the call if it "
                         "still applies.",
                     )
+            sweep_orphan_temps(folder)  # a writer killed mid-write (kill -9) left its temp file behind
             token = keys.seal(self.key, data).encode("ascii")
             # The new seal goes down first beside the old one, so a crash between the session.json rename
             # and the seal rename leaves a folder that still verifies (see ``_pending_seal_matches``).
@@ -340,6 +347,7 @@ class SessionStore:
     def open_folder(self, folder: Path) -> SessionHandle:
         """The top-level session stored in ``folder`` (resume by path), verified."""
         top, revision = self.read_revision(folder)
+        sweep_orphan_temps(folder)
         self._remember(folder, top)
         transient = any(entry.folder == folder for entry in self._transients.values())
         return SessionHandle(folder=folder, top=top, transient=transient, revision=revision)

@@ -220,21 +220,28 @@ def next_activity(call: McpCall) -> McpReply:
         s.record("activity_exited", activity=previous)
         if previous not in s.state.completed_activities and previous != TERMINAL_ACTIVITY:
             s.update(completed_activities=[*s.state.completed_activities, previous])
+    # Once per manifested activity and visit: a later transition repeating an outcome adds nothing. An
+    # outcome for the activity this call enters (not a re-entry of the one it leaves) belongs to the visit
+    # being entered, so it is recorded after that ``activity_entered``: before it, the entry would reset the
+    # visit and the next call repeating the manifest would record the same outcome a second time.
     recorded = outcomes_recorded(s.state.history)
+    entering: list[dict[str, Any]] = []
     for entry in args.get("activity_manifest") or []:
         if entry["activity_id"] in recorded:
-            continue  # once per manifested activity (per visit): a later transition repeating it adds nothing
+            continue
         recorded.add(entry["activity_id"])
-        data = {"outcome": entry.get("outcome", "")}
-        if entry.get("transition_condition") is not None:
-            data["transitionCondition"] = entry["transition_condition"]
-        s.record("activity_outcome", activity=entry["activity_id"], data=data)
+        if entry["activity_id"] == target and target != previous:
+            entering.append(entry)
+        else:
+            _record_outcome(s, entry)
     _merge_artifacts(s, args.get("artifacts_produced") or [])
     claimed = args.get("transition_condition")
     if claimed is None and args.get("exit") not in (None, target):
         claimed = args.get("exit")
     s.update(current_activity=target, condition=claimed or "", current_technique="")
     s.record("activity_entered", activity=target)
+    for entry in entering:
+        _record_outcome(s, entry)
     if "progress_published" in args:
         s.record("progress_published", activity=target, data={"published": args["progress_published"]})
 
@@ -269,6 +276,13 @@ def next_activity(call: McpCall) -> McpReply:
         )
     name = target_activity.name if target_activity is not None else "Workflow Complete"
     return s.json({"activity_id": target, "name": name, "session_index": s.index}, **extra)
+
+
+def _record_outcome(s: SessionCall, entry: dict[str, Any]) -> None:
+    data = {"outcome": entry.get("outcome", "")}
+    if entry.get("transition_condition") is not None:
+        data["transitionCondition"] = entry["transition_condition"]
+    s.record("activity_outcome", activity=entry["activity_id"], data=data)
 
 
 def outcomes_recorded(history: Sequence[HistoryEvent]) -> set[str]:
