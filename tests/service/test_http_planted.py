@@ -17,6 +17,7 @@ from pathlib import Path
 import trio
 from tests.helpers import REPO, serve_script
 from tests.service.server import child_env, serve_process, write_config
+from tests.slowness import budget
 
 ROLES = {"lead": ["finish"]}
 
@@ -30,7 +31,7 @@ async def test_a_fifo_at_the_token_file_is_refused_without_hanging(tmp_path: Pat
         async with serve_process(tmp_path, guild=guild, deployment=deployment, refused=True) as server:
             assert "not a regular file" in server.stderr() and "delete it" in server.stderr()
             assert (await server.get("/api/config")).status_code != 200  # the error page, not the service
-            assert await server.stop(signal.SIGTERM, seconds=15) == 2  # SIGTERM is heard
+            assert await server.stop(signal.SIGTERM, seconds=budget(15)) == 2  # SIGTERM is heard
     assert stat.S_ISFIFO((workspace / ".orchestration" / "token").lstat().st_mode)  # nothing replaced it
 
 
@@ -76,7 +77,7 @@ async def test_the_wide_bind_warning_names_the_port_served(tmp_path: Path) -> No
         guild, deployment = write_config(tmp_path, sim.base_url, ROLES)
         args = ["serve", "--host", "0.0.0.0", "--port", "0", "--workspace", str(tmp_path), "--guild", str(guild),
                 "--deployment", str(deployment), "--no-token"]  # fmt: skip
-        with trio.fail_after(30):  # refused before binding (no token off loopback): only the warning is wanted
+        with trio.fail_after(budget(30)):  # refused before binding (no token off loopback): only the warning is wanted
             done = await trio.run_process(
                 [sys.executable, "-m", "orchestrator", *args], cwd=REPO, env=child_env(), capture_stdout=True,
                 capture_stderr=True, check=False,

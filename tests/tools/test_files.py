@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import trio
+from tests.slowness import budget
 from tests.tools.support import Layout, make_ctx
 
 from orchestrator.tools.files import (
@@ -185,7 +186,7 @@ async def test_a_hard_link_to_an_outside_file_is_neither_read_nor_overwritten(la
 
 async def test_write_file_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe")
-    with trio.fail_after(10):  # a blocking open would hang in a worker thread, not here
+    with trio.fail_after(budget(10)):  # a blocking open would hang in a worker thread, not here
         result = await trio.to_thread.run_sync(
             lambda: trio.run(write_file, make_ctx(tmp_path), {"path": "pipe", "content": "x"}), abandon_on_cancel=True
         )

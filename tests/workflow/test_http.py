@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests.slowness import budget
 from tests.workflow.conftest import REPO, McpProcess
 
 from orchestrator.workflow.http import HttpGuard, guard_from_env, is_loopback
@@ -150,7 +151,7 @@ def test_the_token_can_be_turned_off_on_loopback_only(spawn_mcp: Callable[..., M
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO / "src"),
            "WORKFLOW_WORKSPACE": str(tmp_path), "WORKFLOW_SERVER_NO_TOKEN": "1", "WORKFLOW_SERVER_TOKEN": TOKEN}
     wide = subprocess.run([sys.executable, "-m", "orchestrator", "mcp", "--transport", "http", "--host", "0.0.0.0",
-                           "--port", "0"], env=env, capture_output=True, text=True, timeout=120,
+                           "--port", "0"], env=env, capture_output=True, text=True, timeout=budget(120),
                           stdin=subprocess.DEVNULL)
     assert wide.returncode == 2 and "WORKFLOW_SERVER_NO_TOKEN is accepted on a loopback bind only" in wide.stderr
 
@@ -159,7 +160,7 @@ def test_a_short_configured_token_is_refused(tmp_path: Path) -> None:
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO / "src"),
            "WORKFLOW_WORKSPACE": str(tmp_path), "WORKFLOW_SERVER_TOKEN": "a"}
     done = subprocess.run([sys.executable, "-m", "orchestrator", "mcp", "--transport", "http", "--port", "0"],
-                          env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+                          env=env, capture_output=True, text=True, timeout=budget(120), stdin=subprocess.DEVNULL)
     assert done.returncode == 2
     assert "WORKFLOW_SERVER_TOKEN has 1 characters; use at least 16" in done.stderr
 

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from tests.slowness import budget
 
 from orchestrator.workflow.errors import WorkspaceConfigError
 from orchestrator.workflow.session.keys import KEY_BYTES, load_or_create_key
@@ -53,7 +54,7 @@ def test_a_fifo_key_is_refused_without_blocking(tmp_path: Path) -> None:
 
     worker = threading.Thread(target=load, daemon=True)  # a blocking open would never return
     worker.start()
-    worker.join(10)
+    worker.join(budget(10))
     assert outcome, "load_or_create_key blocked on a FIFO"
     assert isinstance(outcome[0], WorkspaceConfigError) and "not a regular file" in outcome[0].message
 
