@@ -45,7 +45,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the HTTP child-process helpers live with the workflow tests
-from tests.workflow.httpchild import spawn_http_server, stop_process, wait_listening  # noqa: E402
+from tests.workflow.httpchild import http_token, spawn_http_server, stop_process, wait_listening  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "corpus" / "workflows"
 BASELINE = "e47e4c1"  # main when issue 15 started: the "before" side
@@ -102,7 +102,8 @@ class Server:
             proc = await trio.to_thread.run_sync(spawn_http_server, [sys.executable, *self.args()], self.env, log)
             stack.callback(stop_process, proc)
             url = await trio.to_thread.run_sync(wait_listening, proc, log)
-            client = await stack.enter_async_context(httpx2.AsyncClient(timeout=httpx2.Timeout(60.0)))
+            auth = {"Authorization": f"Bearer {http_token(self.env)}"}  # the token the server generated
+            client = await stack.enter_async_context(httpx2.AsyncClient(headers=auth, timeout=httpx2.Timeout(60.0)))
             read, write = await stack.enter_async_context(streamable_http_client(url, http_client=client))
         self.session = await stack.enter_async_context(ClientSession(read, write))
         await self.session.initialize()

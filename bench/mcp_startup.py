@@ -38,7 +38,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from tests.workflow.httpchild import spawn_http_server, stop_process, wait_listening  # noqa: E402
+from tests.workflow.httpchild import http_token, spawn_http_server, stop_process, wait_listening  # noqa: E402
 
 #: The reference's published time to first answer (seconds), per transport.
 REFERENCE = {"stdio": 0.62, "http": 0.91}
@@ -102,8 +102,9 @@ async def start_http(work: Path) -> float:
     proc = await trio.to_thread.run_sync(lambda: spawn_http_server(command, env, log, cwd=work / "ws"))
     try:
         url = await trio.to_thread.run_sync(wait_listening, proc, log)
+        auth = {"Authorization": f"Bearer {http_token(env)}"}  # the token the server generated
         async with (
-            httpx2.AsyncClient(timeout=httpx2.Timeout(60.0)) as client,
+            httpx2.AsyncClient(headers=auth, timeout=httpx2.Timeout(60.0)) as client,
             streamable_http_client(url, http_client=client) as (read, write),
         ):
             await _first_answer(read, write)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.fsutil import atomic_write
+from orchestrator.fsutil import atomic_write, read_regular
 
 
 @pytest.mark.parametrize("durable", [True, False])
@@ -37,3 +37,14 @@ def test_a_write_into_a_missing_folder_raises_and_creates_nothing(tmp_path: Path
     with pytest.raises(FileNotFoundError):
         atomic_write(tmp_path / "absent" / "f", b"x")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_read_regular_reads_a_file_and_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
+    (tmp_path / "secret").write_bytes(b"value\n")
+    assert read_regular(tmp_path / "secret") == b"value\n"
+    assert read_regular(tmp_path / "secret", limit=3) == b"val"
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(OSError, match="not a regular file"):
+        read_regular(tmp_path / "fifo")  # a plain open would wait for a writer forever
+    with pytest.raises(OSError):
+        read_regular(tmp_path)

@@ -28,8 +28,8 @@ def test_prints_the_workspace_token_and_creates_it_once(tmp_path: Path) -> None:
 
 
 def test_the_environment_token_wins(tmp_path: Path) -> None:
-    done = _token("--workspace", str(tmp_path), env={"ORCHESTRATOR_TOKEN": "from-env-token"})
-    assert (done.returncode, done.stdout.strip()) == (0, "from-env-token")
+    done = _token("--workspace", str(tmp_path), env={"ORCHESTRATOR_TOKEN": "from-env-token-0123"})
+    assert (done.returncode, done.stdout.strip()) == (0, "from-env-token-0123")
     assert not (tmp_path / ".orchestration" / "token").exists()
 
 

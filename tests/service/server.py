@@ -176,10 +176,12 @@ async def serve_process(
     workspace: Path | None = None,
     env: Mapping[str, str] | None = None,
     name: str = "server",
+    refused: bool = False,
 ) -> AsyncIterator[Server]:
     """Start ``orchestrator serve`` (workspace ``directory/ws`` unless given) and yield it once its port
     file exists; the process is killed on exit unless the block already stopped it. ``guild`` or
-    ``deployment`` ``None``: no flag (the workspace's own copy, if trusted, else the packaged one)."""
+    ``deployment`` ``None``: no flag (the workspace's own copy, if trusted, else the packaged one).
+    ``refused``: the configuration is expected to be refused (the error page is served, no token is read)."""
     workspace = workspace or directory / "ws"
     workspace.mkdir(parents=True, exist_ok=True)
     port_file = directory / f"{name}.port"
@@ -212,7 +214,7 @@ async def serve_process(
             text = stderr_path.read_text(errors="replace")
             raise AssertionError(f"serve did not write its port file (exit {process.returncode}):\n{text}")
         port = int(port_file.read_text())
-        token = server_token(workspace, env)
+        token = "refused-no-token" if refused else server_token(workspace, env)
         server = Server(process, f"http://127.0.0.1:{port}", workspace, stderr_path, token)
         yield server
     finally:

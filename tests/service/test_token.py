@@ -10,7 +10,16 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import ConfigError
-from orchestrator.service.token import read_token_file, resolve_token, token_matches, token_path
+from orchestrator.service.token import (
+    MIN_TOKEN_CHARS,
+    check_orchestration_dir,
+    check_token_value,
+    load_or_create_token,
+    read_token_file,
+    resolve_token,
+    token_matches,
+    token_path,
+)
 
 
 def test_a_generated_token_is_private_long_and_kept(tmp_path: Path) -> None:
@@ -111,3 +120,57 @@ def test_a_token_file_owned_by_another_user_is_refused(tmp_path: Path) -> None:
     os.chown(token_path(tmp_path), 4242, -1)
     with pytest.raises(ConfigError, match="owned by another user"):
         resolve_token(tmp_path, {})
+
+
+@pytest.mark.parametrize("value", ["a", "x" * 15])
+def test_a_short_environment_token_is_refused_with_the_fix(tmp_path: Path, value: str) -> None:
+    # a short token is guessable, and the redactor leaves values under 8 characters in the text
+    with pytest.raises(ConfigError, match=f"{len(value)} characters; use at least {MIN_TOKEN_CHARS}"):
+        resolve_token(tmp_path, {"ORCHESTRATOR_TOKEN": value})
+    assert check_token_value("WORKFLOW_SERVER_TOKEN", "y" * MIN_TOKEN_CHARS) == "y" * MIN_TOKEN_CHARS
+
+
+def test_load_or_create_token_keeps_a_token_anywhere(tmp_path: Path) -> None:
+    path = tmp_path / "keys" / "http-token"
+    first = load_or_create_token(path)
+    assert len(first) >= 43 and load_or_create_token(path) == first
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o1777, 0o757])
+def test_an_orchestration_folder_others_may_write_is_refused_even_through_a_symlink(tmp_path: Path, mode: int) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(mode)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / ".orchestration").symlink_to(shared)
+    with pytest.raises(ConfigError, match=r"writable by other users.*chmod 700"):
+        resolve_token(workspace, {})
+    with pytest.raises(ConfigError, match=r"a link to .*shared"):
+        check_orchestration_dir(workspace)
+    assert list(shared.iterdir()) == []
+    shared.chmod(0o700)
+    check_orchestration_dir(workspace)  # the user's own private folder behind a link is accepted
+    assert resolve_token(workspace, {}).origin == str(token_path(workspace))
+
+
+def test_an_orchestration_folder_the_users_own_group_may_write_is_accepted(tmp_path: Path) -> None:
+    folder = tmp_path / ".orchestration"
+    folder.mkdir()
+    folder.chmod(0o775)  # umask 002 with a user-private group
+    os.chown(folder, -1, os.getegid())
+    check_orchestration_dir(tmp_path)
+    check_orchestration_dir(tmp_path / "missing")  # no folder yet: nothing to check
+
+
+def test_an_orchestration_that_is_a_file_or_a_dangling_link_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / ".orchestration").write_text("x")
+    with pytest.raises(ConfigError, match="not a directory"):
+        check_orchestration_dir(tmp_path / "a")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / ".orchestration").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(ConfigError, match="symbolic link to nothing"):
+        check_orchestration_dir(tmp_path / "b")
+    assert not (tmp_path / "nowhere").exists()

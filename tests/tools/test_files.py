@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from tests.tools.support import make_ctx
+import trio
+from tests.slowness import budget
+from tests.tools.support import Layout, make_ctx
 
 from orchestrator.tools.files import (
     LIST_CAP,
@@ -158,3 +161,33 @@ async def test_list_directory_caps_the_entries(tmp_path: Path) -> None:
     result = await list_directory(make_ctx(tmp_path), {"path": "."})
     assert len(result.data["entries"]) == LIST_CAP
     assert result.data["total"] == LIST_CAP + 3 and result.data["truncated"] is True
+
+
+async def test_a_hard_link_to_an_outside_file_is_neither_read_nor_overwritten(layout: Layout) -> None:
+    # a hard link is another name for the outside file itself: containment sees only the workspace name
+    secret = layout.outside / "secret.txt"
+    os.link(secret, layout.ws / "linked.txt")
+    before = layout.snapshot()
+    ctx = layout.ctx()
+    read = await read_file(ctx, {"path": "linked.txt"})
+    assert read.kind == "permission_denied" and "2 hard links" in str(read.message)
+    assert "top secret" not in str(read.data) + str(read.message)
+    partial = await read_file_partial(ctx, {"path": "linked.txt", "offset": 0, "limit": 10})
+    assert partial.kind == "permission_denied"
+    written = await write_file(ctx, {"path": "linked.txt", "content": "pwned"})
+    assert written.kind == "permission_denied" and "hard links" in str(written.message)
+    assert layout.snapshot() == before  # the outside file kept its bytes (nothing truncated first)
+    assert (layout.ws / "linked.txt").read_bytes() == secret.read_bytes()
+    # a file of its own is fine again
+    (layout.ws / "linked.txt").unlink()
+    assert (await write_file(ctx, {"path": "linked.txt", "content": "mine"})).kind == "success"
+    assert (await read_file(ctx, {"path": "linked.txt"})).data["content"] == "mine"
+
+
+async def test_write_file_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    with trio.fail_after(budget(10)):  # a blocking open would hang in a worker thread, not here
+        result = await trio.to_thread.run_sync(
+            lambda: trio.run(write_file, make_ctx(tmp_path), {"path": "pipe", "content": "x"}), abandon_on_cancel=True
+        )
+    assert result.kind in ("invalid_arguments", "unavailable")

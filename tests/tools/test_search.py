@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from tests.tools.support import Layout, make_ctx
 
+from orchestrator.tools.repomap import repo_map
 from orchestrator.tools.search import GLOB_CAP, SEARCH_CAP, compile_glob, expand_braces, glob_files, search_text
 
 
@@ -147,3 +149,16 @@ async def test_search_text_caps_matches(tmp_path: Path) -> None:
     result = await search_text(make_ctx(tmp_path), {"pattern": "^hit"})
     assert len(result.data["matches"]) == SEARCH_CAP and result.data["truncated"] is True
     assert result.data["matches"][0]["text"].endswith("[…]")
+
+
+async def test_search_text_and_repo_map_skip_a_hard_link_to_an_outside_file(layout: Layout) -> None:
+    os.link(layout.outside / "secret.txt", layout.ws / "linked.txt")
+    os.link(layout.outside / "secret.txt", layout.ws / "linked.py")
+    ctx = layout.ctx()
+    walked = await search_text(ctx, {"pattern": "secret"})
+    assert walked.kind == "success" and walked.data["matches"] == []
+    named = await search_text(ctx, {"pattern": "secret", "paths": ["linked.txt"]})
+    assert named.kind == "permission_denied" and "hard links" in str(named.message)
+    (layout.outside / "secret.txt").write_text("def top_secret(): pass\n")  # every name shows the new bytes
+    mapped = await repo_map(ctx, {"path": "linked.py"})
+    assert mapped.kind == "success" and "top_secret" not in str(mapped.data)

@@ -32,7 +32,7 @@ import yaml
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from tests.workflow.httpchild import spawn_http_server, stop_process, wait_listening
+from tests.workflow.httpchild import http_token, spawn_http_server, stop_process, wait_listening
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / "workflows"
@@ -131,7 +131,7 @@ class McpProcess(_Calls):
                  args: tuple[str, ...] = (), transport: str = "stdio", token: str | None = None) -> None:
         self.root = root
         self.transport = transport
-        self.token = token  # the bearer token the HTTP client sends (None: none)
+        self.token = token  # the bearer token the HTTP client sends (None: the one the server generated)
         self.url: str | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self.workspace = root / "ws"
@@ -219,6 +219,8 @@ class McpProcess(_Calls):
 
     async def _main_http(self) -> None:
         self.url = await trio.to_thread.run_sync(self._spawn_http)
+        if self.token is None and "WORKFLOW_SERVER_NO_TOKEN" not in (self.params.env or {}):
+            self.token = http_token(self.params.env or {})  # the one the server generated
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         async with (
             httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0)) as client,

@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["spawn_http_server", "stop_process", "wait_listening"]
+__all__ = ["http_token", "spawn_http_server", "stop_process", "wait_listening"]
 
 #: how often the log is re-read while waiting for the listening line (an event in a file, not a fixed wait)
 _POLL_SECONDS = 0.005
@@ -42,6 +42,15 @@ def wait_listening(proc: subprocess.Popen[bytes], log_path: Path, timeout: float
         time.sleep(_POLL_SECONDS)
     stop_process(proc)
     raise RuntimeError(f"the HTTP server did not listen within {timeout} s: {log_path.read_text()[-2000:]}")
+
+
+def http_token(env: Mapping[str, str]) -> str:
+    """The bearer token a server started with ``env`` requires: ``WORKFLOW_SERVER_TOKEN`` when set, else the
+    one it generated in ``<WORKFLOW_SERVER_KEY_DIR>/http-token`` (read once it listens, as a user would)."""
+    if env.get("WORKFLOW_SERVER_TOKEN"):
+        return env["WORKFLOW_SERVER_TOKEN"]
+    key_dir = Path(env.get("WORKFLOW_SERVER_KEY_DIR") or Path(env["HOME"]) / ".workflow-server")
+    return (key_dir / "http-token").read_text().strip()
 
 
 def stop_process(proc: subprocess.Popen[bytes]) -> int:

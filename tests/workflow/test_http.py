@@ -7,12 +7,17 @@ two processes sharing one workspace are in ``test_http_processes.py``.
 
 from __future__ import annotations
 
+import os
+import stat
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from tests.workflow.conftest import McpProcess
+from tests.slowness import budget
+from tests.workflow.conftest import REPO, McpProcess
 
 from orchestrator.workflow.http import HttpGuard, guard_from_env, is_loopback
 from orchestrator.workflow.serverconfig import load_workflow_settings
@@ -102,14 +107,15 @@ def test_other_paths_are_404_json(guarded: McpProcess) -> None:
     assert reply.headers["x-request-id"] == body["requestId"]
 
 
-def test_a_client_without_the_token_is_refused(guarded: McpProcess) -> None:
+def assert_official_client_refused(url: str) -> None:
+    """The official Streamable HTTP client, sending no token, cannot even initialize."""
     import trio
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared.exceptions import MCPError
 
     async def attempt() -> None:
-        async with streamable_http_client(guarded.url or "") as (read, write), ClientSession(read, write) as s:
+        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
 
     with pytest.raises(BaseExceptionGroup) as caught:
@@ -117,10 +123,53 @@ def test_a_client_without_the_token_is_refused(guarded: McpProcess) -> None:
     assert caught.group_contains(MCPError, depth=None), repr(caught.value)  # the SDK reports the 401 generically
 
 
+def test_a_client_without_the_token_is_refused(guarded: McpProcess) -> None:
+    assert_official_client_refused(guarded.url or "")
+
+
+def test_on_loopback_without_a_configured_token_one_is_generated_printed_once_and_required(
+    spawn_mcp: Callable[..., McpProcess],
+) -> None:
+    server = spawn_mcp(transport="http")  # no WORKFLOW_SERVER_TOKEN, 127.0.0.1
+    token_file = server.key_dir / "http-token"
+    token = token_file.read_text().strip()
+    assert len(token) >= 43 and stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    said = [line for line in server.stderr().splitlines() if token in line]
+    assert len(said) == 1 and said[0].startswith("orchestrator mcp: ") and f"Bearer {token}" in said[0]
+    assert_official_client_refused(server.url or "")
+    assert post_mcp(server, {}).status_code == 401
+    assert server.ok("health_check").parsed["status"] == "healthy"  # the official client, with the token
+    again = spawn_mcp(transport="http", env={"WORKFLOW_SERVER_KEY_DIR": str(server.key_dir)})
+    assert again.token == token  # a restart keeps it
+    assert post_mcp(again, {"authorization": f"Bearer {token}"}).status_code == 200
+
+
+def test_the_token_can_be_turned_off_on_loopback_only(spawn_mcp: Callable[..., McpProcess], tmp_path: Path) -> None:
+    server = spawn_mcp(transport="http", env={"WORKFLOW_SERVER_NO_TOKEN": "1"})
+    assert post_mcp(server, {}).status_code == 200
+    assert "THE TOKEN IS OFF" in server.stderr() and not (server.key_dir / "http-token").exists()
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO / "src"),
+           "WORKFLOW_WORKSPACE": str(tmp_path), "WORKFLOW_SERVER_NO_TOKEN": "1", "WORKFLOW_SERVER_TOKEN": TOKEN}
+    wide = subprocess.run([sys.executable, "-m", "orchestrator", "mcp", "--transport", "http", "--host", "0.0.0.0",
+                           "--port", "0"], env=env, capture_output=True, text=True, timeout=budget(120),
+                          stdin=subprocess.DEVNULL)
+    assert wide.returncode == 2 and "WORKFLOW_SERVER_NO_TOKEN is accepted on a loopback bind only" in wide.stderr
+
+
+def test_a_short_configured_token_is_refused(tmp_path: Path) -> None:
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO / "src"),
+           "WORKFLOW_WORKSPACE": str(tmp_path), "WORKFLOW_SERVER_TOKEN": "a"}
+    done = subprocess.run([sys.executable, "-m", "orchestrator", "mcp", "--transport", "http", "--port", "0"],
+                          env=env, capture_output=True, text=True, timeout=budget(120), stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert "WORKFLOW_SERVER_TOKEN has 1 characters; use at least 16" in done.stderr
+
+
 def test_ready_is_503_naming_the_failing_check(spawn_mcp: Callable[..., McpProcess], tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the key directory's parent should be")
-    server = spawn_mcp(transport="http", env={"WORKFLOW_SERVER_KEY_DIR": str(blocker / "keys")})
+    server = spawn_mcp(transport="http", token=TOKEN,
+                       env={"WORKFLOW_SERVER_KEY_DIR": str(blocker / "keys"), "WORKFLOW_SERVER_TOKEN": TOKEN})
     ready = httpx.get(base(server) + "/ready", timeout=30)
     assert ready.status_code == 503
     assert ready.json()["status"] == "not-ready" and ready.json()["checks"]["sessionKeyWritable"] is False
@@ -143,9 +192,9 @@ def _settings(host: str) -> object:
 def test_a_bind_beyond_loopback_needs_the_token() -> None:
     with pytest.raises(ValueError, match="WORKFLOW_SERVER_TOKEN"):
         guard_from_env(_settings("0.0.0.0"), {})  # type: ignore[arg-type]
-    wide = guard_from_env(_settings("0.0.0.0"), {"WORKFLOW_SERVER_TOKEN": "t"})  # type: ignore[arg-type]
+    wide = guard_from_env(_settings("0.0.0.0"), {"WORKFLOW_SERVER_TOKEN": TOKEN})  # type: ignore[arg-type]
     assert wide.hosts is None and wide.host_allowed("lb.internal:8080")
-    listed = guard_from_env(_settings("0.0.0.0"), {"WORKFLOW_SERVER_TOKEN": "t",  # type: ignore[arg-type]
+    listed = guard_from_env(_settings("0.0.0.0"), {"WORKFLOW_SERVER_TOKEN": TOKEN,  # type: ignore[arg-type]
                                                    "WORKFLOW_SERVER_ALLOWED_HOSTS": "mcp.example.org"})
     assert listed.host_allowed("mcp.example.org:443") and not listed.host_allowed("evil.example")
 

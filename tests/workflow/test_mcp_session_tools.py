@@ -321,6 +321,17 @@ def test_working_directory_must_lie_under_a_configured_root(mcp: McpProcess, tmp
     assert not (outside / ".engineering").exists()
 
 
+def test_a_checkouts_engineering_symlink_out_of_every_root_is_refused(mcp: McpProcess, tmp_path: Path) -> None:
+    # a cloned repository can carry .engineering as a symlink (git keeps them) pointing anywhere
+    checkout = make_checkout(mcp.root / "p" / f"linked-{tmp_path.name}", "git@github.com:acme/linked.git")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (checkout / ".engineering").symlink_to(outside)
+    text = mcp.err("start_session", workflow_id="bug-fix", working_directory=str(checkout))
+    assert text.startswith("PLANNING_FOLDER_OUTSIDE_ROOT: ") and "nothing was written" in text
+    assert list(outside.iterdir()) == []
+
+
 def test_a_planning_folder_that_resolves_outside_its_root_is_refused(mcp: McpProcess, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -18,6 +18,7 @@ from pathlib import Path
 import msgspec
 
 from orchestrator.config.overridetable import ENV_OVERRIDES
+from orchestrator.fsutil import read_regular
 
 __all__ = [
     "API_KEY_FILES",
@@ -246,7 +247,7 @@ def secret_values(
         paths.append(workspace / WORKSPACE_TOKEN_FILE)
     for path in paths:
         try:
-            values.append(path.read_text(encoding="utf-8").strip())
+            values.append(read_regular(path).decode("utf-8").strip())  # a planted FIFO must not hang us
         except (OSError, UnicodeDecodeError):
             continue
     return [value for value in values if value]

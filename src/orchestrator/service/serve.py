@@ -39,12 +39,14 @@ from orchestrator.service.perimeter_rules import is_loopback, policy_from_env
 from orchestrator.service.portcheck import bind_failure, busy_message, first_bind_error, holders, is_orchestrator
 from orchestrator.service.queue_seal import load_seal
 from orchestrator.service.stream import stream_limits_from_env
-from orchestrator.service.token import NO_TOKEN_ENV, resolve_token
+from orchestrator.service.token import NO_TOKEN_ENV, check_orchestration_dir, resolve_token
 
 __all__ = ["DEFAULT_TITLE", "bind_warnings", "build_info", "open_link", "replay_link", "serve_main"]
 
 DEFAULT_TITLE = "Adaptive Orchestrator"
 EXIT_OK, EXIT_CONFIG, EXIT_BUSY = 0, 2, 130
+#: What ``serve`` (and the image) listens on unless told otherwise.
+DEFAULT_PORT = 8765
 
 
 def build_info() -> dict[str, str | None] | None:
@@ -57,16 +59,18 @@ def build_info() -> dict[str, str | None] | None:
     return {k: v for k, v in {"sha": info.get("sha"), "builtAt": info.get("builtAt")}.items() if v}
 
 
-def bind_warnings(host: str) -> list[str]:
+def bind_warnings(host: str, port: int = DEFAULT_PORT) -> list[str]:
     """What to say at start when ``host`` is not loopback: the API runs shell commands for whoever holds
-    the token, and the token travels in clear over plain HTTP."""
+    the token, and the token travels in clear over plain HTTP. The container advice names the port the
+    server listens on inside the container (``port``; the image's 8765 when it is 0, any free one)."""
     if is_loopback(host):
         return []
+    inside = port or DEFAULT_PORT
     return [
         f"binding {host}, which is reachable beyond this machine. Whoever reaches this port with the token "
         "can make the orchestrator run commands as this user; over plain HTTP the token can be sniffed on the "
-        "network. Prefer --host 127.0.0.1 (in a container: publish the port as -p 127.0.0.1:PORT:80), or put "
-        "a TLS proxy in front and list its name in ORCHESTRATOR_ALLOWED_HOSTS."
+        f"network. Prefer --host 127.0.0.1 (in a container: publish the port as -p 127.0.0.1:{inside}:{inside}), "
+        "or put a TLS proxy in front and list its name in ORCHESTRATOR_ALLOWED_HOSTS."
     ]
 
 
@@ -265,7 +269,7 @@ async def _serve_main(
     shown_notes: Callable[[list[str]], list[str]] | None = None,
 ) -> int:
     title = env.get("ORCHESTRATOR_TITLE") or DEFAULT_TITLE
-    for line in bind_warnings(host):
+    for line in bind_warnings(host, port):
         print(f"orchestrator: WARNING: {line}", file=sys.stderr)
     if _token_off(no_token, env) and not is_loopback(host):
         # refused before anything binds: not even the configuration error page goes out on that address
@@ -281,6 +285,7 @@ async def _serve_main(
         for line in trust.notes():
             print(f"orchestrator: WARNING: {line}", file=sys.stderr, flush=True)
         try:
+            check_orchestration_dir(workspace)  # a planted symlink into a shared folder is refused
             token = _token(workspace, env, no_token=no_token)
             seal = load_seal(workspace, env)
             limits = stream_limits_from_env(env)

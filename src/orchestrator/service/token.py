@@ -1,9 +1,12 @@
 """The service's access token: where it comes from, how it is kept, how a presented one is compared.
 
-``ORCHESTRATOR_TOKEN`` sets it; otherwise a random 256-bit token lives in
-``<workspace>/.orchestration/token`` (mode 0600). The file is created atomically and never replaced:
-a private temp file (``O_EXCL``, mode 0600) is written, fsynced and hard-linked into place, so two
-servers starting at once agree on one token and a restart keeps it.
+``ORCHESTRATOR_TOKEN`` sets it (at least 16 characters: a shorter one is guessable and too short for
+the redactor to scrub); otherwise a random 256-bit token lives in ``<workspace>/.orchestration/token``
+(mode 0600). The file is created atomically and never replaced: a private temp file (``O_EXCL``, mode
+0600) is written, fsynced and hard-linked into place, so two servers starting at once agree on one token
+and a restart keeps it. ``orchestrator mcp --transport http`` keeps its own token the same way
+(``load_or_create_token``). The workspace's ``.orchestration`` must be this user's and not writable by
+others (``check_orchestration_dir``), a symlink to it included.
 """
 
 from __future__ import annotations
@@ -20,9 +23,13 @@ from orchestrator.errors import ConfigError
 from orchestrator.fsutil import fsync_dir
 
 __all__ = [
+    "MIN_TOKEN_CHARS",
     "NO_TOKEN_ENV",
     "TOKEN_ENV",
     "TokenSource",
+    "check_orchestration_dir",
+    "check_token_value",
+    "load_or_create_token",
     "read_token_file",
     "resolve_token",
     "token_matches",
@@ -34,6 +41,8 @@ TOKEN_ENV = "ORCHESTRATOR_TOKEN"
 NO_TOKEN_ENV = "ORCHESTRATOR_NO_TOKEN"
 #: Bytes of randomness in a generated token (256 bits; the issue's floor is 128).
 TOKEN_BYTES = 32
+#: The shortest token accepted from the environment (a generated one has 43 characters).
+MIN_TOKEN_CHARS = 16
 
 
 def token_path(workspace: Path) -> Path:
@@ -52,16 +61,58 @@ def resolve_token(workspace: Path, env: Mapping[str, str]) -> TokenSource:
     """``ORCHESTRATOR_TOKEN`` when set (non-blank), else the workspace's token file (created when missing)."""
     configured = env.get(TOKEN_ENV)
     if configured is not None:
-        if not configured.strip():
-            raise ConfigError(f"{TOKEN_ENV} is set but empty; unset it (a token is then generated) or give a value")
-        if not all(0x21 <= ord(c) < 0x7F and c not in ';,"\\' for c in configured):
-            raise ConfigError(f"{TOKEN_ENV} must be printable ASCII without spaces, quotes, backslashes, ';' or ','")
-        return TokenSource(configured, TOKEN_ENV)
+        return TokenSource(check_token_value(TOKEN_ENV, configured), TOKEN_ENV)
+    check_orchestration_dir(workspace)
     path = token_path(workspace)
+    return TokenSource(load_or_create_token(path), str(path))
+
+
+def check_token_value(name: str, value: str) -> str:
+    """``value`` when it can serve as a token set in the variable ``name``, else a ConfigError naming it."""
+    if not value.strip():
+        raise ConfigError(f"{name} is set but empty; unset it (a token is then generated) or give a value")
+    if not all(0x21 <= ord(c) < 0x7F and c not in ';,"\\' for c in value):
+        raise ConfigError(f"{name} must be printable ASCII without spaces, quotes, backslashes, ';' or ','")
+    if len(value) < MIN_TOKEN_CHARS:
+        raise ConfigError(
+            f"{name} has {len(value)} characters; use at least {MIN_TOKEN_CHARS} (e.g. openssl rand -hex 32), "
+            "or unset it to get a generated one"
+        )
+    return value
+
+
+def load_or_create_token(path: Path) -> str:
+    """The token kept at ``path`` (see :func:`read_token_file`), created atomically when missing."""
     existing = read_token_file(path)
     if existing is not None:
-        return TokenSource(existing, str(path))
-    return TokenSource(_create_token_file(path), str(path))
+        return existing
+    return _create_token_file(path)
+
+
+def check_orchestration_dir(workspace: Path) -> None:
+    """Refuse a ``<workspace>/.orchestration`` (a symlink followed to its target) that another user owns or
+    that others (or a group other than the user's own) may write: whoever can write it can swap the token,
+    the queue and the run folders. A missing one is fine (it is created mode 0700)."""
+    folder = workspace / ".orchestration"
+    try:
+        info = folder.stat()
+    except FileNotFoundError:
+        if folder.is_symlink():
+            raise ConfigError(f"{folder}: a symbolic link to nothing; remove it") from None
+        return
+    except OSError as exc:
+        raise ConfigError(f"{folder}: unusable ({exc.strerror or exc.__class__.__name__})") from None
+    shown = f"{folder} (a link to {folder.resolve()})" if folder.is_symlink() else str(folder)
+    if not stat.S_ISDIR(info.st_mode):
+        raise ConfigError(f"{shown}: not a directory; remove it")
+    if info.st_uid != os.geteuid():
+        raise ConfigError(f"{shown}: owned by another user (uid {info.st_uid}); use a directory of your own")
+    # group write is the user's own when the group is theirs (a user-private group, umask 002)
+    if info.st_mode & stat.S_IWOTH or (info.st_mode & stat.S_IWGRP and info.st_gid != os.getegid()):
+        raise ConfigError(
+            f"{shown}: writable by other users (mode {stat.S_IMODE(info.st_mode):o}), who could swap the token "
+            "and the queue; run chmod 700 on it"
+        )
 
 
 def read_token_file(path: Path) -> str | None:

@@ -2,7 +2,8 @@
 
 Every path goes through ``paths.resolve_path`` first. Failures are results: ``invalid_arguments``
 (bad path, escape, binary or non-UTF-8 file, wrong file type), ``not_found``, ``permission_denied``
-(``.orchestration``, or the OS said no), ``unavailable`` (any other I/O error).
+(``.orchestration``, a file with more than one hard link, or the OS said no), ``unavailable`` (any
+other I/O error).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "LIST_CAP",
     "PARTIAL_LINE_CAP",
     "READ_CAP",
+    "linked_elsewhere",
     "list_directory",
     "os_error",
     "read_file",
@@ -78,6 +80,20 @@ def _decode(data: bytes, rel: str, *, cut: bool) -> str:
         ) from None
 
 
+def linked_elsewhere(rel: str, info: os.stat_result) -> ToolError | None:
+    """The refusal for a regular file with more than one hard link: its other names may lie outside the
+    workspace (a hard link is a second name for the same file, and containment only sees this one), so the
+    file tools neither read nor overwrite it."""
+    if info.st_nlink <= 1:
+        return None
+    return ToolError(
+        "permission_denied",
+        f"{rel} has {info.st_nlink} hard links; the file tools do not read or write a file that also lives "
+        "under another name, which may be outside the workspace (copy it to a file of its own first)",
+        {"path": rel},
+    )
+
+
 def _open_regular(resolved: Resolved) -> tuple[int, os.stat_result]:
     fd = os.open(resolved.real, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | os.O_NONBLOCK)
     info = os.fstat(fd)
@@ -87,6 +103,10 @@ def _open_regular(resolved: Resolved) -> tuple[int, os.stat_result]:
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         raise ToolError("invalid_arguments", f"{resolved.rel} is not a regular file", {"path": resolved.rel})
+    refusal = linked_elsewhere(resolved.rel, info)
+    if refusal is not None:
+        os.close(fd)
+        raise refusal
     return fd, info
 
 
@@ -169,13 +189,23 @@ async def read_file_partial(ctx: ToolContext, arguments: dict[str, Any]) -> Tool
 
 
 def _write(resolved: Resolved, payload: bytes) -> None:
+    """Write through a descriptor checked before anything is truncated: opened without ``O_TRUNC`` (and
+    without following a symlink or blocking on a FIFO), refused unless it is a regular file with one link,
+    then truncated and written."""
     if resolved.real.is_dir():
         raise ToolError("invalid_arguments", f"{resolved.rel} is a directory", {"path": resolved.rel})
     try:
         resolved.real.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(resolved.real, flags, 0o644)
         with os.fdopen(fd, "wb") as handle:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise ToolError("invalid_arguments", f"{resolved.rel} is not a regular file", _at(resolved))
+            refusal = linked_elsewhere(resolved.rel, info)
+            if refusal is not None:
+                raise refusal
+            os.ftruncate(fd, 0)
             handle.write(payload)
     except FileExistsError:
         raise ToolError("invalid_arguments", f"a parent of {resolved.rel} is a file", {"path": resolved.rel}) from None

@@ -195,6 +195,8 @@ def script_symbols(source: str) -> list[tuple[int, str]]:
 def _symbols(real: str, name: str) -> list[tuple[int, str]] | None:
     try:
         with open(real, "rb") as handle:
+            if os.fstat(handle.fileno()).st_nlink > 1:  # another name of this file may be outside the workspace
+                return None
             source = handle.read(_MAX_FILE_BYTES + 1)
     except OSError:
         return None

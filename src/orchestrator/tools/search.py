@@ -12,7 +12,7 @@ from typing import Any
 
 from orchestrator.conversation import ToolResult
 from orchestrator.tools.base import ToolContext, ToolError, success
-from orchestrator.tools.files import os_error, sniff_binary
+from orchestrator.tools.files import linked_elsewhere, os_error, sniff_binary
 from orchestrator.tools.paths import BOOKKEEPING_MESSAGE, ORCHESTRATION, resolve_path, workspace_root
 from orchestrator.tools.walk import Walk, in_worker
 
@@ -198,6 +198,8 @@ def _search_file(real: str, rel: str, regex: re.Pattern[str], matches: list[dict
     """Append this file's matching lines; False once the match cap is reached."""
     try:
         with open(real, "rb") as handle:
+            if os.fstat(handle.fileno()).st_nlink > 1:  # another name of this file may be outside the workspace
+                return True
             if sniff_binary(handle.read(8192)):
                 return True
             handle.seek(0)
@@ -263,10 +265,11 @@ async def search_text(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult
             resolved = resolve_path(ctx.workspace, raw)
             try:
                 is_dir = resolved.real.is_dir()
-                if not is_dir:
-                    resolved.real.stat()
+                refusal = None if is_dir else linked_elsewhere(resolved.rel, resolved.real.stat())
             except OSError as exc:
                 raise os_error(exc, resolved.rel) from None
+            if refusal is not None:
+                raise refusal
             targets.append((resolved.rel, str(resolved.real), is_dir))
         root = workspace_root(ctx.workspace)
         found = await in_worker(lambda stop: _search(root, targets, regex, stop))

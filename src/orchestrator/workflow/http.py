@@ -8,10 +8,14 @@ ASGI guard that answers everything else itself:
   is writable, else 503 ``not-ready`` naming the failing check; no token;
 - ``/mcp``: a ``Host`` that is not allowed → 403; a present ``Origin`` that is neither the server's own
   (scheme, allowed host and port it was reached at) nor listed in ``WORKFLOW_SERVER_ALLOWED_ORIGINS`` →
-  403; with ``WORKFLOW_SERVER_TOKEN`` set, no ``Authorization: Bearer <token>`` (constant-time
-  comparison) → 401. Then the SDK app;
+  403; no ``Authorization: Bearer <token>`` (constant-time comparison) → 401. Then the SDK app;
 - any other path → 404. Every refusal is JSON ``{error, message, requestId, timestamp}``; ``x-request-id``
   is echoed (or generated) on every answer.
+
+The token is ``WORKFLOW_SERVER_TOKEN`` (at least 16 characters; required off loopback), else — like
+``orchestrator serve``'s — a generated one kept in ``<key dir>/http-token`` (0600, created atomically,
+reused on restart; ``service/token.py`` keeps it) and printed once on stderr at start.
+``WORKFLOW_SERVER_NO_TOKEN=1`` turns it off, on a loopback bind only.
 
 Stateless: no MCP session lives in the process (no ``mcp-session-id``), so any process behind any load
 balancer can answer any request. Workflow sessions live on disk (see ``session/store.py`` for the
@@ -34,11 +38,28 @@ from typing import Any
 
 import trio
 
+from orchestrator.errors import ConfigError
+from orchestrator.service.token import check_token_value, load_or_create_token
+from orchestrator.workflow.errors import WorkspaceConfigError
 from orchestrator.workflow.server import WorkflowMCP, preload_corpus
 from orchestrator.workflow.serverconfig import WorkflowSettings
+from orchestrator.workflow.session.fsio import make_private_dirs
+from orchestrator.workflow.session.keys import check_key_dir
 from orchestrator.workflow.tools.context import ServerState
 
-__all__ = ["HttpGuard", "build_http_app", "guard_from_env", "is_loopback", "readiness", "run_http"]
+__all__ = [
+    "NO_TOKEN_ENV",
+    "TOKEN_ENV",
+    "TOKEN_FILE_NAME",
+    "HttpGuard",
+    "build_http_app",
+    "guard_from_env",
+    "is_loopback",
+    "readiness",
+    "run_http",
+    "token_off",
+    "with_generated_token",
+]
 
 Scope = MutableMapping[str, Any]
 AsgiMessage = MutableMapping[str, Any]
@@ -47,6 +68,11 @@ Send = Callable[[AsgiMessage], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MCP_PATH = "/mcp"
+TOKEN_ENV = "WORKFLOW_SERVER_TOKEN"
+#: ``1`` serves ``/mcp`` without a token (a loopback bind only).
+NO_TOKEN_ENV = "WORKFLOW_SERVER_NO_TOKEN"
+#: The generated token's file, in the key directory.
+TOKEN_FILE_NAME = "http-token"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 _WILDCARD = frozenset({"0.0.0.0", "::", "[::]", ""})
 
@@ -103,15 +129,28 @@ def _split_list(value: str | None) -> list[str]:
     return [item.strip() for item in (value or "").split(",") if item.strip()]
 
 
+def token_off(env: Mapping[str, str]) -> bool:
+    return env.get(NO_TOKEN_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
 def guard_from_env(settings: WorkflowSettings, env: Mapping[str, str]) -> HttpGuard:
-    """The guard for this bind. Raises ``ValueError`` (a configuration error) for a bind beyond loopback
-    without ``WORKFLOW_SERVER_TOKEN``."""
-    token = env.get("WORKFLOW_SERVER_TOKEN") or None
+    """The guard for this bind, with ``WORKFLOW_SERVER_TOKEN`` as its token (``None`` when unset: see
+    ``with_generated_token``). Raises ``ValueError`` (a configuration error) for a bind beyond loopback
+    without ``WORKFLOW_SERVER_TOKEN``, a token under 16 characters, or ``WORKFLOW_SERVER_NO_TOKEN`` off
+    loopback."""
+    token = env.get(TOKEN_ENV) or None
+    if token is not None:
+        try:
+            check_token_value(TOKEN_ENV, token)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
     if token is None and not is_loopback(settings.host):
         raise ValueError(
-            f"--host {settings.host} is reachable beyond this machine; set WORKFLOW_SERVER_TOKEN (every /mcp "
+            f"--host {settings.host} is reachable beyond this machine; set {TOKEN_ENV} (every /mcp "
             "request must then carry 'Authorization: Bearer <token>') or bind 127.0.0.1"
         )
+    if token_off(env) and not is_loopback(settings.host):
+        raise ValueError(f"{NO_TOKEN_ENV} is accepted on a loopback bind only, not on {settings.host}")
     listed = {_host_name(h) for h in _split_list(env.get("WORKFLOW_SERVER_ALLOWED_HOSTS"))}
     hosts: frozenset[str] | None
     if settings.host.strip("[]") in _WILDCARD and not listed:
@@ -120,6 +159,36 @@ def guard_from_env(settings: WorkflowSettings, env: Mapping[str, str]) -> HttpGu
         hosts = frozenset({*(n.strip("[]") for n in LOOPBACK_NAMES), settings.host.strip("[]").lower(), *listed})
     origins = frozenset(o.rstrip("/") for o in _split_list(env.get("WORKFLOW_SERVER_ALLOWED_ORIGINS")))
     return HttpGuard(token=token, hosts=hosts, origins=origins)
+
+
+def with_generated_token(guard: HttpGuard, settings: WorkflowSettings, env: Mapping[str, str]) -> tuple[HttpGuard, str]:
+    """``guard`` with a token, and the line to print once at start. Without ``WORKFLOW_SERVER_TOKEN`` the
+    token is the one kept in ``<key dir>/http-token`` (created when missing, like ``serve``'s); with
+    ``WORKFLOW_SERVER_NO_TOKEN`` on loopback there is none. Raises ``ValueError`` when the file or its
+    directory cannot be used (named, with the fix)."""
+    if guard.token is not None:
+        return guard, f"every /mcp request needs 'Authorization: Bearer <token>' (the token is {TOKEN_ENV})"
+    if token_off(env):
+        return guard, (
+            f"WARNING: THE TOKEN IS OFF ({NO_TOKEN_ENV}) — any program on this machine can call /mcp; "
+            "only the Host and Origin checks stand"
+        )
+    path = settings.key_dir / TOKEN_FILE_NAME
+    try:
+        make_private_dirs(settings.key_dir)
+        check_key_dir(settings.key_dir, os.stat(settings.key_dir))
+        token = load_or_create_token(path)
+    except WorkspaceConfigError as exc:
+        raise ValueError(exc.message) from None
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    except OSError as exc:
+        raise ValueError(
+            f"cannot keep the HTTP token in {path}: {exc.strerror or exc} (set {TOKEN_ENV}, or "
+            "WORKFLOW_SERVER_KEY_DIR to a writable directory)"
+        ) from None
+    line = f"every /mcp request needs 'Authorization: Bearer {token}' (the token is kept in {path})"
+    return HttpGuard(token=token, hosts=guard.hosts, origins=guard.origins), line
 
 
 def _writable_dir(path: Path) -> bool:
@@ -208,23 +277,52 @@ def build_http_app(inner: ASGIApp, guard: HttpGuard, state: ServerState) -> ASGI
                 await _json(send, 200 if ready else 503, body, request_id)
             return
         if path.rstrip("/") != MCP_PATH:
-            await _json(send, 404, _refusal("not_found", f"no route {path!r}; the MCP endpoint is {MCP_PATH}",
-                                             request_id), request_id)
+            await _json(
+                send,
+                404,
+                _refusal("not_found", f"no route {path!r}; the MCP endpoint is {MCP_PATH}", request_id),
+                request_id,
+            )
             return
         host = _header(scope, b"host") or ""
         if not guard.host_allowed(host):
-            await _json(send, 403, _refusal("forbidden_host", f"Host {host!r} is not allowed "
-                                            "(WORKFLOW_SERVER_ALLOWED_HOSTS lists more)", request_id), request_id)
+            await _json(
+                send,
+                403,
+                _refusal(
+                    "forbidden_host",
+                    f"Host {host!r} is not allowed (WORKFLOW_SERVER_ALLOWED_HOSTS lists more)",
+                    request_id,
+                ),
+                request_id,
+            )
             return
         origin = _header(scope, b"origin")
         if origin is not None and not guard.origin_allowed(origin.rstrip("/"), host, scope.get("scheme", "http")):
-            await _json(send, 403, _refusal("forbidden_origin", f"Origin {origin!r} is not this server's own "
-                                            "(WORKFLOW_SERVER_ALLOWED_ORIGINS lists more)", request_id), request_id)
+            await _json(
+                send,
+                403,
+                _refusal(
+                    "forbidden_origin",
+                    f"Origin {origin!r} is not this server's own (WORKFLOW_SERVER_ALLOWED_ORIGINS lists more)",
+                    request_id,
+                ),
+                request_id,
+            )
             return
         if not guard.token_ok(_header(scope, b"authorization") or ""):
-            await _json(send, 401, _refusal("unauthorized", "this server requires 'Authorization: Bearer <token>' "
-                                            "(WORKFLOW_SERVER_TOKEN)", request_id), request_id,
-                        ((b"www-authenticate", b'Bearer realm="workflow-server"'),))
+            await _json(
+                send,
+                401,
+                _refusal(
+                    "unauthorized",
+                    "this server requires 'Authorization: Bearer <token>' "
+                    "(WORKFLOW_SERVER_TOKEN, or the http-token file in its key directory)",
+                    request_id,
+                ),
+                request_id,
+                ((b"www-authenticate", b'Bearer realm="workflow-server"'),),
+            )
             return
         await inner({**scope, "path": MCP_PATH, "raw_path": MCP_PATH.encode()}, receive, send_with_id)
 
@@ -260,6 +358,7 @@ async def run_http(
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(preload_corpus, server.state)
-            binds = await nursery.start(lambda task_status: serve(app, config, shutdown_trigger=shutdown_trigger,
-                                                                  task_status=task_status))
+            binds = await nursery.start(
+                lambda task_status: serve(app, config, shutdown_trigger=shutdown_trigger, task_status=task_status)
+            )
             on_listening(list(binds))

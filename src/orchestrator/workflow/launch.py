@@ -17,7 +17,7 @@ import anyio
 import trio
 
 from orchestrator.workflow.errors import SessionStoreError, WorkspaceConfigError
-from orchestrator.workflow.http import HttpGuard, guard_from_env, run_http
+from orchestrator.workflow.http import HttpGuard, guard_from_env, run_http, with_generated_token
 from orchestrator.workflow.server import WorkflowMCP, build_server, build_state, preload_corpus
 from orchestrator.workflow.serverconfig import WorkflowSettings
 from orchestrator.workflow.stdio import Tap, serve_stdio
@@ -74,7 +74,8 @@ def serve_main(
     recorder: Tap | None = None,
 ) -> int:
     """Build and run the server (stdio until stdin closes; HTTP until SIGTERM/SIGINT). Returns the exit code
-    (2 on bad config, an HTTP bind beyond loopback without ``WORKFLOW_SERVER_TOKEN`` included).
+    (2 on bad config, an HTTP bind beyond loopback without ``WORKFLOW_SERVER_TOKEN`` included). Over HTTP
+    the token (``http.with_generated_token``) is said once on stderr before the server binds.
 
     ``hard_exit`` ends the process with ``os._exit`` once the server has stopped, skipping interpreter
     teardown (seconds with the SDK's module graph loaded); every session write is already durable.
@@ -86,9 +87,10 @@ def serve_main(
     guard: HttpGuard | None = None
     if settings.transport == "http":
         try:
-            guard = guard_from_env(settings, env)
+            guard, token_line = with_generated_token(guard_from_env(settings, env), settings, env)
         except ValueError as exc:
             return _config_error(log, str(exc))
+        print(f"orchestrator mcp: {token_line}", file=sys.stderr, flush=True)  # once; stdout stays clean
     try:
         state = build_state(settings, log=log, env=env, preload=False)  # loaded while the client connects
         server = build_server(state)

@@ -21,6 +21,7 @@ from orchestrator.workflow.session import (
     to_server_path,
     validate_slug,
 )
+from orchestrator.workflow.session.roots import ensure_planning_folder, writable_roots
 
 
 def _settings(tmp_path: Path, **env: str) -> WorkflowSettings:
@@ -241,3 +242,37 @@ def test_checkout_errors(tmp_path: Path) -> None:
         derive_checkout(tmp_path)
     with pytest.raises(SessionStoreError, match="does not exist"):
         derive_checkout(tmp_path / "missing")
+
+
+# ------------------------------------------------------------------------------- planning root containment
+
+
+def test_a_planning_root_through_a_symlinked_engineering_folder_is_refused(tmp_path: Path) -> None:
+    # git keeps symlinks: a cloned checkout's .engineering may point anywhere
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / ".engineering").symlink_to(outside)
+    s = _settings(tmp_path, WORKFLOW_WORKSPACE=str(workspace))
+    root = planning_root(s)
+    with pytest.raises(SessionStoreError, match="PLANNING_FOLDER_OUTSIDE_ROOT") as caught:
+        ensure_planning_folder(root / "2026-01-01-bug-fix", root, writable_roots(s))
+    assert str(outside) in caught.value.message and "nothing was written" in caught.value.message
+    assert list(outside.iterdir()) == []
+
+
+def test_a_symlink_that_stays_under_a_root_and_a_derived_project_are_accepted(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "shared-engineering").mkdir(parents=True)
+    (workspace / ".engineering").symlink_to(workspace / "shared-engineering")
+    s = _settings(tmp_path, WORKFLOW_WORKSPACE=str(workspace))
+    root = planning_root(s)
+    ensure_planning_folder(root / "a", root, writable_roots(s))
+    assert (workspace / "shared-engineering" / "artifacts" / "planning" / "a").is_dir()
+    project = tmp_path / "main-checkout"  # a worktree's main checkout, outside every configured root
+    project_root = project_planning_root(s, project)
+    ensure_planning_folder(project_root / "b", project_root, writable_roots(s, project))
+    assert (project_root / "b").is_dir()
+    with pytest.raises(SessionStoreError, match="PLANNING_FOLDER_OUTSIDE_ROOT"):
+        ensure_planning_folder(project_root / "c", project_root, writable_roots(s))

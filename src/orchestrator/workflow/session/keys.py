@@ -5,7 +5,9 @@ exclusively: the bytes go to a private temp file that is then hard-linked into p
 processes racing to create it agree on one key and nobody ever reads a half-written file (where the
 filesystem has no hard links, ``O_EXCL`` on the final name is used). Directory 0700, file 0600.
 A key file of the wrong length is fatal (``WorkspaceConfigError``): silently replacing it would turn
-every existing session into ``SEAL_MISMATCH``.
+every existing session into ``SEAL_MISMATCH``. So is a key file that is a symlink, a FIFO or anything but
+a regular file (it is opened without following a link and without blocking, and checked on the open
+descriptor), and a key directory another user owns or others may write (they could swap the key).
 
 Seal: lowercase hex HMAC-SHA256(key, exact bytes). Index: the first 30 bits of
 HMAC-SHA256(key, text) as RFC 4648 base32 (6 characters); a root session hashes ``realpath(folder)``,
@@ -32,6 +34,7 @@ __all__ = [
     "KEY_FILE_NAME",
     "LazyKey",
     "check_index",
+    "check_key_dir",
     "child_index",
     "derive_index",
     "hmac_hex",
@@ -61,12 +64,43 @@ def check_key_file(path: Path, info: os.stat_result) -> None:
         )
 
 
+def check_key_dir(key_dir: Path, info: os.stat_result) -> None:
+    """Refuse a key directory (a symlink followed) another user owns, or that others may write — or a group
+    other than the user's own (a user-private group with umask 002 is the user): whoever may write it can
+    replace the key and forge every seal."""
+    if info.st_uid != os.geteuid():
+        raise WorkspaceConfigError(
+            f"server key directory {key_dir} is owned by uid {info.st_uid}, not by this user (uid {os.geteuid()}); "
+            "point WORKFLOW_SERVER_KEY_DIR at a directory of your own"
+        )
+    if info.st_mode & stat.S_IWOTH or (info.st_mode & stat.S_IWGRP and info.st_gid != os.getegid()):
+        raise WorkspaceConfigError(
+            f"server key directory {key_dir} has mode {stat.S_IMODE(info.st_mode):04o}: other users may replace "
+            f"the key in it; run `chmod 700 {key_dir}`"
+        )
+
+
 def _read_key(path: Path) -> bytes:
     try:
-        check_key_file(path, os.stat(path))
-        data = path.read_bytes()
+        check_key_dir(path.parent, os.stat(path.parent))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if os.path.islink(path):
+            raise WorkspaceConfigError(
+                f"server key {path} is a symbolic link; replace it with the key file itself (a link can point "
+                "the server at a key someone else chose)"
+            ) from None
+        raise WorkspaceConfigError(f"cannot read the server key {path}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise WorkspaceConfigError(f"server key {path} is not a regular file; restore the key file")
+        check_key_file(path, info)
+        data = os.read(fd, 4096)
     except OSError as exc:
         raise WorkspaceConfigError(f"cannot read the server key {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
     if len(data) != KEY_BYTES:
         raise WorkspaceConfigError(
             f"server key {path} holds {len(data)} bytes, expected {KEY_BYTES}; "
@@ -82,10 +116,11 @@ def load_or_create_key(key_dir: Path) -> bytes:
     the wrong length.
     """
     path = key_dir / KEY_FILE_NAME
-    if path.exists():
+    if os.path.lexists(path):  # a dangling symlink too: it is refused, never written through
         return _read_key(path)
     try:
         make_private_dirs(key_dir)
+        check_key_dir(key_dir, os.stat(key_dir))  # before a key is written where others could swap it
         tmp = key_dir / f".{KEY_FILE_NAME}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:

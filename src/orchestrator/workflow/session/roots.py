@@ -42,6 +42,7 @@ __all__ = [
     "to_server_path",
     "validate_slug",
     "working_roots",
+    "writable_roots",
 ]
 
 SINGLE_PLANNING_DIR = ".engineering/artifacts/planning"
@@ -131,10 +132,28 @@ def check_working_directory(path: str, settings: WorkflowSettings) -> None:
         )
 
 
-def ensure_planning_folder(folder: Path, root: Path) -> None:
-    """Create a new planning folder (0700) and re-check it by its real path: a folder that resolves
-    anywhere but directly under ``root`` (a symlink planted there, a parent swapped meanwhile) is refused
-    with ``PLANNING_FOLDER_OUTSIDE_ROOT`` and, if this call created it and it is still empty, removed."""
+def writable_roots(settings: WorkflowSettings, project_dir: Path | None = None) -> list[Path]:
+    """Where a planning root may resolve to: the working roots, the engineering directory, and the project
+    a ``working_directory`` start derived (its main checkout may sit outside every root)."""
+    extra = [path for path in (settings.engineering_dir, project_dir) if path is not None]
+    return _dedupe([*working_roots(settings), *extra])
+
+
+def ensure_planning_folder(folder: Path, root: Path, allowed: Sequence[Path]) -> None:
+    """Create a new planning folder (0700) and re-check it by its real path.
+
+    Before anything is created, ``root`` must resolve inside one of ``allowed`` (``writable_roots``): a
+    checkout's ``.engineering`` that is a symlink to elsewhere (git keeps symlinks) would otherwise have
+    session files written wherever it points. Then a folder that resolves anywhere but directly under
+    ``root`` (a symlink planted there, a parent swapped meanwhile) is refused and, if this call created it
+    and it is still empty, removed. Both refusals are ``PLANNING_FOLDER_OUTSIDE_ROOT``."""
+    if not is_within(root, allowed):
+        shown = ", ".join(str(path) for path in allowed)
+        raise SessionStoreError(
+            "PLANNING_FOLDER_OUTSIDE_ROOT",
+            f"planning root {root} resolves to {os.path.realpath(root)}, outside every root this server writes "
+            f"to ({shown}); a symbolic link on the way (.engineering?) leads elsewhere; nothing was written",
+        )
     existed = os.path.lexists(folder)
     make_private_dirs(folder)
     if os.path.dirname(os.path.realpath(folder)) != os.path.realpath(root):

@@ -38,6 +38,7 @@ from orchestrator.workflow.session.roots import (
     to_server_path,
     validate_slug,
     working_roots,
+    writable_roots,
 )
 from orchestrator.workflow.session.sessionfile import new_session_file, touch
 from orchestrator.workflow.session.store import SESSION_FILE, SessionHandle, revision_of
@@ -312,7 +313,8 @@ def _create_durable(
     client_id: str | None,
 ) -> McpReply:
     state, args = call.state, call.args
-    ensure_planning_folder(target, target.parent)  # created, then re-checked by its real path
+    allowed = writable_roots(state.settings, facts.project_dir if facts is not None else None)
+    ensure_planning_folder(target, target.parent, allowed)  # created, then re-checked by its real path
     index = state.store.root_index(target)
     real = os.path.realpath(target)
     bag_facts: dict[str, Any] = {"planning_folder_path": state.host_path(real)}
@@ -388,7 +390,7 @@ def dispatch_child(call: McpCall) -> McpReply:
         slug = args.get("planning_slug") or state.store.transient_slug(s.index)
         slug = validate_slug(slug) if slug else next_free_slug(root, dated_slug(workflow.id, state.now()))
         target = root / slug
-        ensure_planning_folder(target, root)  # created, then re-checked by its real path
+        ensure_planning_folder(target, root, writable_roots(state.settings))  # re-checked by its real path
         real = os.path.realpath(target)
         moved = msgspec.structs.replace(
             parent,
