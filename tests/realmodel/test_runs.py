@@ -30,13 +30,15 @@ from tests.realmodel.llama_server import (
     prose_sentence,
     rewriting_relay,
 )
+from tests.slowness import budget
 
 from orchestrator.config import Settings, load_settings, probe_model
 from orchestrator.llm import LlmTimeouts
 
 #: Real generation on two shared cores: generous stall bounds, few quick retries.
-TIMEOUTS = LlmTimeouts(headers_seconds=60.0, idle_seconds=30.0, attempts=3, backoff_seconds=0.2)
-RUN_SECONDS = 120
+#: Hang guards for a CPU model, scaled by the run's slowness (tests/slowness.py).
+TIMEOUTS = LlmTimeouts(headers_seconds=budget(60.0), idle_seconds=budget(30.0), attempts=3, backoff_seconds=0.2)
+RUN_SECONDS = budget(120)
 
 
 #: ``read_file`` narrowed to a path of at least 200 characters: a call that cannot fit in ``CUT_AT`` tokens

@@ -25,12 +25,13 @@ from tests.realmodel.llama_server import (
     rewriting_relay,
 )
 from tests.service.server import serve_process, write_config
+from tests.slowness import budget
 from trio_websocket import WebSocketConnection, open_websocket_url
 
 from orchestrator.engine.runfolder import TERMINAL_STATUSES
 
 ROLES = {"lead": ["finish"]}
-RUN_SECONDS = 120.0
+RUN_SECONDS = budget(120.0)
 STORY = "Write a long story about a dragon who learns to bake bread. Use at least three paragraphs."
 
 

@@ -516,7 +516,7 @@ settings = load_workflow_settings({"WORKFLOW_WORKSPACE": sys.argv[1], "WORKFLOW_
                                    "TMPDIR": sys.argv[3]}, {})
 store = SessionStore(settings, load_or_create_key(settings.key_dir))
 folder = Path(sys.argv[4])
-while True:
+for _go in sys.stdin:  # one save per line the test sends, so the test knows which save can be in flight
     handle = store.open_folder(folder)
     big = {"blob": "x" * 200_000, "n": handle.state.seq}  # a large file keeps each write in flight longer
     store.save(handle, touch(msgspec.structs.replace(handle.state, variables=big), now=time.time()))
@@ -525,9 +525,11 @@ while True:
 
 
 def test_killed_writers_leave_a_folder_that_verifies(settings: WorkflowSettings, root: Path) -> None:
-    """SIGKILL a process that rewrites a session in a loop, at a different point of a write each time (after
-    it reported a varying number of saves); every time the folder verifies and holds the last reported
-    save or the one in flight — never a torn or unsealed file."""
+    """SIGKILL a process that rewrites a session save by save, right after asking for one more save (after
+    a varying number of reported saves), so the kill lands at a different point of a write each time; every
+    time the folder verifies and holds the last reported save or the one in flight — never a torn or
+    unsealed file. The saves are paced by the test, so a slow machine changes where a kill lands, not
+    what the test may expect."""
     import random
     import signal
     import subprocess
@@ -542,12 +544,16 @@ def test_killed_writers_leave_a_folder_that_verifies(settings: WorkflowSettings,
         proc = subprocess.Popen(
             [sys.executable, "-c", _WRITER, str(settings.workspace), str(settings.key_dir), str(settings.tmp_dir),
              str(folder)],
-            stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": src},
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": src},
         )
-        assert proc.stdout is not None
+        assert proc.stdin is not None and proc.stdout is not None
         last = None
         for _ in range(rng.randint(1, 6)):
+            proc.stdin.write("save\n")
+            proc.stdin.flush()
             last = int(proc.stdout.readline())
+        proc.stdin.write("save\n")  # one more save, killed somewhere in its course (or before it starts)
+        proc.stdin.flush()
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
         state = store.read(folder)  # raises SEAL_MISMATCH on a torn or unsealed folder
