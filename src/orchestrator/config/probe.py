@@ -25,6 +25,7 @@ import msgspec
 import trio
 
 from orchestrator.config.deployment import ModelConfig
+from orchestrator.config.redaction import without_userinfo
 from orchestrator.config.settings import ModelStatus, Settings
 from orchestrator.errors import ConfigError
 
@@ -173,9 +174,11 @@ async def probe_model(
             status = msgspec.structs.replace(status, tools_problem=problem)
             notes.append(f"WARNING: {problem}")
     if problems:
-        if outcome.models is None:
-            shown = settings.redactor().redact_all([model.api_base])[0]
-            raise ModelNotReady(settings.redactor().redact_all(problems), status, api_base=shown)
+        if outcome.models is None:  # what the waiting page and its JSON show: no URL's userinfo either
+            shown = without_userinfo(settings.redactor().redact(model.api_base))
+            said = [without_userinfo(problem) for problem in settings.redactor().redact_all(problems)]
+            status = msgspec.structs.replace(status, message=without_userinfo(status.message))
+            raise ModelNotReady(said, status, api_base=shown)
         raise ConfigError(settings.redactor().redact_all(problems))
     deployment = msgspec.structs.replace(settings.deployment, model=resolved)
     notes = settings.redactor().redact_all([outcome.describe(), *notes])

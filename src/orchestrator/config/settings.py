@@ -243,7 +243,8 @@ def load_settings(
         problems.extend(f"{deployment_file}: {problem}" for problem in mcp_problems)
     api_key = secret.value if secret else None
     mcp_secrets = [value for resolved in mcp_resolved.values() for value in resolved.secrets]
-    known = (*secret_values(env, secrets_dir), *mcp_secrets)
+    allow = merged.tool_environment if merged is not None else ()
+    known = (*secret_values(env, secrets_dir, allow=allow), *mcp_secrets)
     redactor = Redactor([*known, *([api_key] if api_key else [])])
     if problems or merged is None or guild is None:
         raise ConfigError(redactor.redact_all(problems))

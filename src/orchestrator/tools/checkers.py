@@ -100,7 +100,7 @@ async def run_checks(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
         deadline, budget_cut = _deadline(timeout)
         try:
             ran: ProcessRun = await run_process(
-                command, cwd, deadline=deadline, cap=CHECK_STREAM_CAP, env=tool_env(ctx)
+                command, cwd, deadline=deadline, cap=CHECK_STREAM_CAP, env=tool_env(ctx), allow=ctx.tool_env_allow
             )
         except OSError as exc:
             message = f"command {number} of {total} could not be started: {_name(command)} ({exc.strerror or exc})"
