@@ -117,6 +117,16 @@ def _shape_in(data: bytes) -> bool:
 
 
 _USERINFO = re.compile(r"://[^\s/?#@]*@")
+_SHAPE_OF_CREDENTIALS = _COMPILED[-1].text
+
+
+def _credentials_in(values: list[str]) -> Iterator[str]:
+    """The password (or token) inside each known value that is a URL with credentials: it is a secret on
+    its own too (the ``<password>`` of ``postgres://u:<password>@h/db``)."""
+    for value in values:
+        if "://" in value:
+            for match in _SHAPE_OF_CREDENTIALS.finditer(value):
+                yield match.group("s") or match.group("u")
 
 
 def without_userinfo(text: str) -> str:
@@ -164,8 +174,9 @@ class Redactor:
     __slots__ = ("_encoded", "_forms", "_shapes", "_values", "needles")
 
     def __init__(self, values: Iterable[str] = (), *, shapes: bool = True) -> None:
+        whole = list(values)
         self._values: tuple[str, ...] = tuple(
-            sorted({v for v in values if len(v) >= MIN_SCRUB_LENGTH}, key=len, reverse=True)
+            sorted({v for v in [*whole, *_credentials_in(whole)] if len(v) >= MIN_SCRUB_LENGTH}, key=len, reverse=True)
         )
         needles = {v.encode() for v in self._values} | {msgspec.json.encode(v)[1:-1] for v in self._values}
         self.needles: tuple[bytes, ...] = tuple(needles)
