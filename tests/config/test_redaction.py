@@ -129,6 +129,9 @@ def test_url_credentials_lose_the_secret_part_only() -> None:
         without_userinfo("at http://user:pw@127.0.0.1:9/v1 and https://h/x")
         == "at http://127.0.0.1:9/v1 and https://h/x"
     )
+    # A known URL's password is a secret on its own too.
+    known = Redactor(["postgres://u:pa55w0rd-xyz@h/db"], shapes=False)
+    assert known.redact("the password is pa55w0rd-xyz") == "the password is <redacted>"
 
 
 ORDINARY = [
