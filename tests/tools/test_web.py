@@ -384,7 +384,7 @@ async def test_a_credential_shape_or_url_credentials_are_refused_without_knowing
     ctx = web.ctx(tmp_path)  # no redactor: the shapes still count
     token = "ghp_" + "a1B2c3D4e5" * 4
     shaped = await fetch_url(ctx, {"url": f"{web.base}/collect?t={token}", "method": "direct"})
-    assert shaped.kind == "permission_denied" and "a GitHub token" in str(shaped.message)
+    assert shaped.kind == "permission_denied" and "a GitHub or GitLab token" in str(shaped.message)
     host = web.base.split("//", 1)[1]
     userinfo = await fetch_url(ctx, {"url": f"http://u:hunter2@{host}/collect", "method": "direct"})
     assert userinfo.kind == "permission_denied" and "credentials" in str(userinfo.message)

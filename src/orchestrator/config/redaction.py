@@ -41,8 +41,11 @@ _PASSWORD = r"[^\s/?#@'\"<>\\]"
 #: ``lead`` is not empty, one of its characters, which belongs to the secret (``sk-…`` is searched as
 #: ``k-…``: ``re`` finds a rare first character much faster than a common one).
 SHAPES: tuple[tuple[str, str, str | None], ...] = (
-    ("a GitHub token", r"gh[pousr]_[A-Za-z0-9]{36,}", ""),
-    ("a GitHub token", r"github_pat_[A-Za-z0-9_]{22,}", ""),
+    (  # one scan for the three: re finds the literal "g" fast, then tries each branch
+        "a GitHub or GitLab token",
+        r"g(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{22,}|lpat-[0-9A-Za-z_-]{20,})",
+        "",
+    ),
     (
         "an API key (sk-…)",
         r"k(?:-(?=[A-Za-z0-9_-]{20})[A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*|_(?:live|test)_[0-9A-Za-z]{16,})",
@@ -50,7 +53,6 @@ SHAPES: tuple[tuple[str, str, str | None], ...] = (
     ),
     ("a Slack token", r"xox[abposr]-[A-Za-z0-9-]{10,}", ""),
     ("an AWS or Google key", r"A(?:KIA[0-9A-Z]{16}|SIA[0-9A-Z]{16}|Iza[0-9A-Za-z_-]{35})(?![0-9A-Za-z])", ""),
-    ("a GitLab token", r"glpat-[0-9A-Za-z_-]{20,}", ""),
     (
         "a private key",
         r"-----BEGIN[A-Z ]{0,20}PRIVATE KEY-----(?:[\s\S]{0,16000}?-----END[A-Z ]{0,20}PRIVATE KEY-----"

@@ -162,9 +162,10 @@ class ToolCalls:
         return CallDone(self.for_conversation(text), outcome.terminate)
 
     def _redacted(self, result: ToolResult) -> ToolResult:
-        """``result`` with every known secret value replaced by ``<redacted>`` (itself when none occurs)."""
+        """``result`` with every known secret value and credential shape replaced by ``<redacted>`` (itself
+        when none occurs)."""
         redactor = self._context.redactor
-        if not redactor.found_in(_encoder.encode(result)):
+        if not redactor or not redactor.found_in(_encoder.encode(result)):
             return result
         message = result.message if isinstance(result.message, UnsetType) else redactor.redact(result.message)
         data, details = redactor.redact_value(result.data), redactor.redact_value(result.details)
