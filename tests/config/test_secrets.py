@@ -107,6 +107,7 @@ def test_generic_lookup_serves_other_keys(secrets_dir: Path) -> None:
         "PAT_FOR_CI",
         "SLACK_WEBHOOK_URL",
         "BASIC_AUTH",
+        "DBUS_SESSION_BUS_ADDRESS",
     ],
 )
 def test_secret_looking_names(name: str) -> None:
@@ -115,7 +116,19 @@ def test_secret_looking_names(name: str) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["PATH", "HOME", "LANG", "PYTHONPATH", "ORCHESTRATOR_MODEL", "TERM", "ORCHESTRATOR_MAX_TOKENS", "PWD", "OLDPWD"],
+    [
+        "PATH",
+        "HOME",
+        "LANG",
+        "PYTHONPATH",
+        "LD_LIBRARY_PATH",
+        "ORCHESTRATOR_MODEL",
+        "TERM",
+        "ORCHESTRATOR_MAX_TOKENS",
+        "PWD",
+        "OLDPWD",
+        "GIT_AUTHOR_NAME",
+    ],
 )
 def test_ordinary_names(name: str) -> None:
     assert not looks_secret(name)
@@ -161,7 +174,7 @@ def test_the_deployment_and_the_variable_add_names_but_never_the_orchestrators_o
         ("SENTRY_DSN", "https://4f1c2e9a77b@o1.ingest.sentry.io/5"),
         ("UNNAMED", "c2VjcmV0LXZhbHVlLTAwMDE"),
         ("DEPLOY_WEBHOOK", "https://hooks.example.com/T0/B0/XyZ"),  # a plain URL, but a secret-looking name
-        ("WEIRD", "a b c d e f g h"),
+        ("WEIRD", "a1 b2 c3 d4"),
     ],
 )
 def test_withheld_values_are_secret_unless_plainly_not(name: str, value: str) -> None:
@@ -182,6 +195,9 @@ def test_withheld_values_are_secret_unless_plainly_not(name: str, value: str) ->
         ("PIP_INDEX_URL", "https://pypi.org/simple"),
         ("ORCHESTRATOR_API_BASE", "http://127.0.0.1:8080/v1"),
         ("SHORT", "1234567"),
+        ("GIT_AUTHOR_NAME", "Jane Q. Doe-Smith"),
+        ("MAINTAINER", "Jane Doe"),
+        ("CONTACT", "jane.doe+ci@example.co.uk"),
     ],
 )
 def test_plain_values_and_known_names_are_not(name: str, value: str) -> None:

@@ -104,17 +104,20 @@ BASE_TOOL_ENVIRONMENT: frozenset[str] = frozenset(
 #: A variable whose name matches (any case) is secret: withheld from tools unless allowed, and its value
 #: redacted even when allowed.
 _SECRET_NAME = re.compile(
-    r"KEY|TOKEN|SECRET|PASSW|PWD|DSN|CREDENTIAL|AUTH|COOKIE|SESSION|WEBHOOK|PRIVATE|(?:^|_)PAT(?:$|_)",
+    r"KEY|TOKEN|SECRET|PASSW|PWD|DSN|CREDENTIAL|AUTH(?!OR)|COOKIE|SESSION|WEBHOOK|PRIVATE|(?:^|_)PAT(?:$|_)",
     re.IGNORECASE,
 )
 #: Names that match ``_SECRET_NAME`` but are the shell's own, not secrets.
 _ORDINARY_NAMES = frozenset({"PWD", "OLDPWD"})
 #: Withheld variables whose values are not secrets by what they are (the shell's, CI's, ours).
 _PLAIN_NAMES = frozenset({"PWD", "OLDPWD", "HOSTNAME", "SHLVL", "_"})
-_PLAIN_PREFIXES = ("XDG_", "LC_", "GITHUB_", "RUNNER_", "ORCHESTRATOR_")
+_PLAIN_PREFIXES = ("XDG_", "LC_", "GITHUB_", "RUNNER_", "GIT_AUTHOR_", "GIT_COMMITTER_", "ORCHESTRATOR_")
 #: Values that are plainly not secrets: absolute paths (or a list of them), numbers and addresses,
-#: a word of letters, a URL without credentials or query.
-_PLAIN_VALUE = re.compile(r"(?:~?/[^\s:]*)(?::~?/[^\s:]*)*:?|[0-9\s.,:;+-]+|[A-Za-z]+|[a-z][a-z0-9+.-]*://[^\s@?#]*")
+#: words of letters, an e-mail address, a URL without credentials or query.
+_PLAIN_VALUE = re.compile(
+    r"(?:~?/[^\s:]*)(?::~?/[^\s:]*)*:?|[0-9\s.,:;+-]+|[A-Za-z]+(?: [A-Za-z]+)*"
+    r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[a-z][a-z0-9+.-]*://[^\s@?#]*"
+)
 
 
 class Secret(msgspec.Struct, frozen=True, kw_only=True):
@@ -192,9 +195,10 @@ def tool_environment(env: Mapping[str, str], allow: Iterable[str] = ()) -> dict[
 def withheld_value_is_secret(name: str, value: str) -> bool:
     """Whether the value of a variable withheld from tools counts as secret (and is redacted wherever
     text leaves): yes unless it is shorter than ``MIN_SCRUB_LENGTH``, belongs to a variable known to
-    hold none (``PWD``, ``HOSTNAME``, ``XDG_*``, ``LC_*``, ``GITHUB_*``, ``RUNNER_*``, the orchestrator's
-    configuration) or is plainly not one: a path or a list of paths, a number, a word of letters, a
-    URL without credentials or query. A name that :func:`looks_secret` makes it secret regardless."""
+    hold none (``PWD``, ``HOSTNAME``, ``XDG_*``, ``LC_*``, ``GITHUB_*``, ``RUNNER_*``, ``GIT_AUTHOR_*``,
+    ``GIT_COMMITTER_*``, the orchestrator's configuration) or is plainly not one: a path or a list of
+    paths, a number, words of letters, an e-mail address, a URL without credentials or query. A name
+    that :func:`looks_secret` makes it secret regardless."""
     value = value.strip()
     if len(value) < MIN_SCRUB_LENGTH:
         return False
