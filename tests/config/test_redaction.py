@@ -106,7 +106,7 @@ SHAPED = [
 @pytest.mark.parametrize("token", SHAPED)
 def test_each_credential_shape_is_redacted_wherever_it_stands(token: str) -> None:
     redactor = Redactor()
-    for text in (token, f"export X={token}\n", f'{{"auth": "{token}"}}', f"Bearer {token}."):
+    for text in (token, f"export X={token}\n", f'{{"auth": "{token}"}}', f"Bearer {token}.", f"line\n{token}"):
         result = redactor.redact(text)
         assert token not in result and REDACTED in result, text
         assert redactor.found_in(msgspec.json.encode({"out": text}))
@@ -199,3 +199,18 @@ def test_every_encoding_is_named_and_plain_urls_pass() -> None:
     forms = encoded_forms(SECRET)
     assert forms[SECRET] == "as is" and forms[hexed] == "hex-encoded"
     assert all(len(form) >= 8 for form in forms)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(SHAPED), st.sampled_from(["\n", "\t", '"', "\\", "x", " ", "é", "s"])), max_size=8
+    )
+)
+def test_the_fast_check_on_json_never_misses_what_redaction_finds(pieces: list[str]) -> None:
+    """``found_in`` (the log writer's and the tool boundary's check on encoded JSON) says yes whenever
+    ``redact`` would change the text, whatever escapes JSON puts before a secret."""
+    text = "".join(pieces)
+    redactor = Redactor(["known-value-0001"])
+    if redactor.redact(text) is not text:
+        assert redactor.found_in(msgspec.json.encode({"stdout": text}))

@@ -110,10 +110,18 @@ def _shape_named(text: str) -> str | None:
 
 
 def _shape_in(data: bytes) -> bool:
+    """Whether encoded JSON ``data`` holds a shape. A JSON escape ends a word: a secret at the start of
+    a line follows ``\\n`` (a false alarm, say after a literal backslash, only costs a precise look)."""
     for shape in _COMPILED:
         for match in shape.data.finditer(data):
-            before = data[max(match.start() - 2, 0) : match.start()].decode("latin-1")
-            if _start(shape.lead, before, len(before)) >= 0:
+            start = match.start()
+            if shape.lead:
+                if not start or chr(data[start - 1]) not in shape.lead:
+                    continue
+                start -= 1
+            if shape.lead is None or not start or not _word(chr(data[start - 1])):
+                return True
+            if start >= 2 and data[start - 2] == 0x5C:  # the letter of an escape ("\n", "\t")
                 return True
     return False
 
