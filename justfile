@@ -9,10 +9,11 @@ bin := ".venv/bin"
 default:
     @{{bin}}/just --list
 
-# the whole test suite (what CI runs); extra arguments go to pytest
+# the whole test suite (what CI runs), on one xdist worker per core; extra arguments go to pytest
+# (`-n 0`: serial). Long suites keep a representative subset here and a recipe of their own below.
 test *ARGS: browser (real-model "--best-effort")
     {{bin}}/ruff check src tests bench fuzz
-    {{bin}}/pytest -q {{ARGS}}
+    {{bin}}/pytest -q -n auto --dist loadgroup --durations=10 {{ARGS}}
 
 # Debian's Chromium for the browser tests (installed when missing and possible; else those tests skip)
 browser:

@@ -6,7 +6,15 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 from tests.helpers import serve_script
+
+pytest_plugins = ["tests.guard"]
+
+# Property tests must not fail because the machine is busy: no per-example deadline, no "too slow"
+# health check (a test's own @settings still wins; fuzz/conftest.py sets the fuzz profiles).
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 
 @pytest.fixture(autouse=True, scope="session")

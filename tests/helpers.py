@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import trio
 
 from orchestrator.config import Settings, load_settings
@@ -20,6 +21,14 @@ from orchestrator.sim import load_script, serve_sim
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED_TOOLS = REPO / "guild" / "tools"
+#: The real public workflow corpus, beside the checkout when present. Tests read it as data only; the
+#: behaviours they check are also tested on the project's own ``workflows/`` and on fixture corpora.
+PUBLIC_CORPUS = REPO.parent / "shared" / "corpus" / "workflows"
+needs_public_corpus = pytest.mark.skipif(
+    not PUBLIC_CORPUS.is_dir(),
+    reason=f"the public workflow corpus is not at {PUBLIC_CORPUS}: these tests replay it as data "
+    "(the same behaviours are tested on workflows/ and fixture corpora)",
+)
 
 
 class Sim:

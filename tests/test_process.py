@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from tests.slowness import budget
 
 from orchestrator.process import Capture, run_process
 
@@ -62,7 +63,7 @@ async def test_with_a_straggler_grace_the_shell_exit_ends_the_command(tmp_path: 
         "(sleep 30 &); echo done", str(tmp_path), cap=1000, deadline=trio.current_time() + 20, straggler_grace=0.5
     )
     assert (ran.stdout, ran.timed_out, ran.exit_code) == ("done\n", False, 0)
-    assert ran.seconds < 10
+    assert ran.seconds < min(budget(10), 25)  # not the straggler's 30 s
 
 
 async def test_the_default_environment_is_this_processs_allow_listed(

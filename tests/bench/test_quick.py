@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 from tests.helpers import REPO
+from tests.slowness import budget
 
 BENCH = REPO / "bench"
 #: a printed ratio: "1.08x", "17.6x", "0.950x", or "ratio ...: 0.987"
 RATIO = re.compile(r"(?<![\w.])\d+(?:\.\d+)?x\b|\bratio\b.*?\d+\.\d+", re.IGNORECASE)
-#: generous: the machine running the suite is shared; a quick bench takes seconds when it is idle
+#: a hang guard on a quiet machine (scaled by the run's slowness); a quick bench takes seconds when idle
 QUICK_SECONDS = 170
 
 
@@ -34,7 +35,12 @@ def test_the_bench_list_is_complete() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", bench_scripts(), ids=lambda p: p.relative_to(BENCH).as_posix())
+@pytest.mark.parametrize(
+    "script",
+    # each bench is its own xdist unit: they share nothing, and together they are minutes of work
+    [pytest.param(p, marks=pytest.mark.xdist_group(f"bench-{p.name}-{p.parent.name}")) for p in bench_scripts()],
+    ids=lambda p: p.relative_to(BENCH).as_posix(),
+)
 def test_bench_runs_quick_and_prints_its_ratio(script: Path) -> None:
     has_quick = "--quick" in script.read_text()
     assert has_quick, f"{script.relative_to(REPO)} has no --quick mode"
@@ -43,7 +49,7 @@ def test_bench_runs_quick_and_prints_its_ratio(script: Path) -> None:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=QUICK_SECONDS,
+        timeout=budget(QUICK_SECONDS),
         check=False,
     )
     output = proc.stdout + proc.stderr

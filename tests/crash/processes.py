@@ -6,11 +6,10 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import trio
+from tests.proctable import children_of, marked_pids
 
 # --- child processes -----------------------------------------------------------------------------
 
@@ -37,38 +36,9 @@ def child_env(token: str, pause_ms: int) -> dict[str, str]:
     return env
 
 
-def _proc_stat(pid: int) -> tuple[str, int] | None:
-    """``(state, ppid)`` of a process, or ``None`` once it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2 :].split()
-    return fields[0], int(fields[1])
-
-
-def _pids() -> Iterator[int]:
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            yield int(entry)
-
-
-def children_of(parent: int) -> set[int]:
-    return {pid for pid in _pids() if (stat := _proc_stat(pid)) is not None and stat[1] == parent}
-
-
 def token_pids(token: str) -> set[int]:
-    """Live processes (not zombies: their environ reads empty) carrying ``token``."""
-    marker = f"{TOKEN_VARIABLE}={token}".encode()
-    found = set()
-    for pid in _pids():
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
-        except OSError:
-            continue
-        if marker in environ.split(b"\0"):
-            found.add(pid)
-    return found
+    """Live processes carrying ``token``."""
+    return marked_pids(TOKEN_VARIABLE, token)
 
 
 class Reaper:

@@ -1,5 +1,6 @@
 """Make crashes boring: SIGKILL ``orchestrator run`` / ``resume`` at random instants (``CRASH_KILLS``
-times, default 50), resume each time, and require the uncrashed run's card and a consistent run folder.
+times: 12 in ``./dev test``, 50 with ``just crash``), resume each time, and require the uncrashed run's
+card and a consistent run folder.
 
 ``just crash N`` runs it with N kills; see docs/crash-harness.md.
 """
@@ -15,7 +16,8 @@ from tests.crash.harness import CrashHarness
 from tests.crash.scenario import crash_script
 from tests.helpers import serve_script
 
-KILLS = int(os.environ.get("CRASH_KILLS", "50"))
+#: ``./dev test`` keeps a representative 12 kills; ``just crash N`` (default 50) sets CRASH_KILLS.
+KILLS = int(os.environ.get("CRASH_KILLS", "12"))
 SEED = int(os.environ.get("CRASH_SEED", "20260101"))
 #: Crash runs at a time (each in its own workspace; the processes mostly wait on the sim and on sleeps).
 PARALLEL = int(os.environ.get("CRASH_PARALLEL", "2"))

@@ -8,6 +8,7 @@ from pathlib import Path
 import trio
 from tests.engine.harness import FAST, call, finish, of_type, run_task, turn, types
 from tests.helpers import make_settings
+from tests.slowness import budget
 
 from orchestrator.llm import LlmTimeouts
 
@@ -132,7 +133,7 @@ async def test_tool_timeout_kills_the_whole_process_group(tmp_path: Path, sim_fo
     assert result["kind"] == "timeout" and "1s" in result["result"]["message"]
     assert outcome.card.summary == "gave up waiting"
     sleeper = int(pid_file.read_text())
-    with trio.move_on_after(2):  # SIGKILL is delivered at once; allow the scheduler to retire it
+    with trio.move_on_after(budget(2)):  # SIGKILL is delivered at once; allow the scheduler to retire it
         while _running(sleeper):  # noqa: ASYNC110 - polling /proc; no event exists to wait on
             await trio.sleep(0.01)
     assert not _running(sleeper)  # the grandchild died with its group

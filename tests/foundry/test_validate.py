@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import trio
+from tests.slowness import budget
 
 from orchestrator.foundry.evalspec import ValidationSpec
 from orchestrator.foundry.validate import decide, missing_files, run_validation_command, validate_workspace
@@ -123,7 +124,7 @@ async def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     result = await run_validation_command("sleep 30 & echo $! > child.pid; wait", tmp_path, 0.5)
     assert result.timed_out
     assert result.exit_code is None
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < min(budget(10), 25)  # not the child's 30 s
     child = int((tmp_path / "child.pid").read_text())
     for _ in range(250):
         if not alive(child):
@@ -137,7 +138,7 @@ async def test_a_straggler_does_not_hold_the_verdict(tmp_path: Path) -> None:
     started = time.monotonic()
     result = await run_validation_command("(sleep 30 &) ; echo done", tmp_path, 20)
     assert (result.exit_code, result.stdout, result.timed_out) == (0, "done\n", False)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < min(budget(10), 25)  # not the straggler's 30 s
 
 
 async def test_validate_workspace(tmp_path: Path) -> None:

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 from tests.engine.harness import call, finish, of_type, run_task, turn
-from tests.helpers import REPO
+from tests.helpers import PUBLIC_CORPUS, REPO
 from tests.mcpclient.support import mcp_settings
 
 from orchestrator.workflow.corpus import load_corpus
 from orchestrator.workflow.session.keys import load_or_create_key, root_index
 
-CORPUS = REPO.parent / "shared" / "corpus" / "workflows"
+CORPUS = PUBLIC_CORPUS
 CASES = [(REPO / "workflows", "bug-fix")]
 if (CORPUS / "work-package").is_dir():
     CASES.append((CORPUS, "work-package"))

@@ -16,6 +16,7 @@ import trio
 from tests.engine.harness import call, finish, turn
 from tests.helpers import serve_script, write_deployment, write_guild
 from tests.service.server import Server, queue_file, serve_process, write_config
+from tests.slowness import budget
 from trio_websocket import ConnectionClosed, open_websocket_url
 
 ROLES = {"lead": ["agent", "finish"], "coder": ["run_shell", "finish"]}
@@ -82,7 +83,7 @@ async def test_the_title_is_served_and_sigterm_when_idle_exits_0(tmp_path: Path)
                 assert json.loads(await ws.get_message())["type"] == "subscribed"
                 await server.http.aclose()
                 server.process.send_signal(signal.SIGTERM)
-                with trio.fail_after(5), pytest.raises(ConnectionClosed) as closed:
+                with trio.fail_after(budget(5)), pytest.raises(ConnectionClosed) as closed:
                     await ws.get_message()
             assert closed.value.reason.code == 1001  # going away, not hypercorn's 1006 cut-off
             assert await _exit_code(server) == 0

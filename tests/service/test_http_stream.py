@@ -13,6 +13,7 @@ import trio
 from tests.engine.harness import call, finish, turn
 from tests.helpers import serve_script
 from tests.service.server import Server, serve_process, write_config
+from tests.slowness import budget
 from trio_websocket import WebSocketConnection, open_websocket_url
 
 ROLES = {"lead": ["agent", "finish"], "coder": ["run_shell", "finish"]}
@@ -116,7 +117,7 @@ async def test_deltas_stream_for_the_subscribed_run_and_restart_on_a_retried_att
                         first.append(json.loads(await switcher.get_message()))
                     nursery.start_soon(_collect, switcher, after_switch)
                     view = await server.run_status(run_id, "success")
-                    with trio.fail_after(5):
+                    with trio.fail_after(budget(5)):
                         await died.wait()
                     nursery.cancel_scope.cancel()
             requests = await sim.responses_requests()

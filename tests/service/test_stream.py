@@ -10,6 +10,7 @@ import pytest
 import trio
 from tests.helpers import serve_script
 from tests.service.server import Server, serve_process, write_config
+from tests.slowness import budget
 from trio_websocket import ConnectionClosed, WebSocketConnection, open_websocket_url
 
 from orchestrator.errors import ConfigError
@@ -48,12 +49,12 @@ def test_limits_from_the_environment() -> None:
 
 async def _ping(ws: WebSocketConnection) -> None:
     await ws.send_message('{"type":"ping"}')
-    with trio.fail_after(5):
+    with trio.fail_after(budget(5)):
         assert json.loads(await ws.get_message()) == {"type": "pong"}
 
 
 async def _closed_with(ws: WebSocketConnection, seconds: float = 5) -> int | None:
-    with trio.fail_after(seconds):
+    with trio.fail_after(budget(seconds)):
         try:
             while True:
                 await ws.get_message()

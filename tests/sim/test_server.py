@@ -10,6 +10,7 @@ import httpx
 import trio
 from tests.sim.conftest import StartSim
 from tests.sim.simkit import body, deltas, events_of, terminal, types_of
+from tests.slowness import budget
 
 CONTEXT_MESSAGE = "the request exceeds the available context size, try increasing it"
 
@@ -156,13 +157,13 @@ async def test_automatic_context_rejection_happens_before_selection(
 async def test_stall_before_headers_makes_a_short_deadline_client_give_up(
     start_sim: StartSim, client: httpx.AsyncClient
 ) -> None:
-    base = await start_sim({"turns": [{"fail": {"stallBeforeHeadersMs": 5000}}, {"content": "prompt"}]})
+    base = await start_sim({"turns": [{"fail": {"stallBeforeHeadersMs": 60_000}}, {"content": "prompt"}]})
     with trio.move_on_after(0.3) as scope:
         await _post(client, base)
     assert scope.cancelled_caught
     started = trio.current_time()
     assert await _text(client, base) == "prompt"  # the server survived the disconnect
-    assert trio.current_time() - started < 2
+    assert trio.current_time() - started < min(budget(2), 50)  # not stuck behind the 60 s stall
 
 
 async def test_stall_before_headers_then_answers(start_sim: StartSim, client: httpx.AsyncClient) -> None:
@@ -203,7 +204,7 @@ async def test_client_disconnect_mid_stream_does_not_break_the_server(
     async with stream:  # a raw socket, closed while the server is between deltas
         await stream.send_all(head.encode() + payload)
         received = b""
-        with trio.fail_after(5):
+        with trio.fail_after(budget(5)):
             while b"response.output_text.delta" not in received:
                 received += await stream.receive_some()
     assert received.startswith(b"HTTP/1.1 200")

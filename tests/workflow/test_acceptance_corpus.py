@@ -21,13 +21,12 @@ from typing import Any
 
 import pytest
 from mcp.client.stdio import StdioServerParameters
+from tests.helpers import PUBLIC_CORPUS, needs_public_corpus
 
 from .conftest import SEPARATOR, McpProcess, Reply
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "workflows"
-SKIP_NO_CORPUS = pytest.mark.skipif(
-    not CORPUS.is_dir(), reason=f"the real public corpus is not present at {CORPUS} (acceptance scenarios need it)"
-)
+CORPUS = PUBLIC_CORPUS
+SKIP_NO_CORPUS = needs_public_corpus
 pytestmark = SKIP_NO_CORPUS
 
 INDEX = re.compile(r"^[A-Z2-7]{6}$")

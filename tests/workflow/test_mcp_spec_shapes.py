@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.helpers import PUBLIC_CORPUS, needs_public_corpus
 from tests.workflow.conftest import TRANSPORTS, McpProcess
 
 from orchestrator.workflow.session.keys import verify_seal
@@ -289,10 +290,10 @@ def test_legacy_folder_from_token_only_fields_and_a_broken_one(mcp: McpProcess) 
     assert sorted(os.listdir(broken)) == before and (broken / "workflow-state.json").read_text() == "{not json"
 
 
-REAL_CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "workflows"
+REAL_CORPUS = PUBLIC_CORPUS
 
 
-@pytest.mark.skipif(not REAL_CORPUS.is_dir(), reason="the public reference corpus is not checked out here")
+@needs_public_corpus
 def test_real_corpus_walk_reads_the_same_under_yaml_1_2(spawn_mcp: Callable[..., McpProcess]) -> None:
     """work-package's ``artifactPrefix: 08`` was read as the number 8 by YAML 1.2 readers."""
     mcp = spawn_mcp(workflow_dir=REAL_CORPUS)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-REAL_CORPUS = Path(__file__).resolve().parents[4] / "shared" / "corpus" / "workflows"
-
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:
     """Write ``{relative path: text}`` under ``root`` (text dedented) and return ``root``."""

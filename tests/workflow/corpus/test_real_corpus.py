@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from tests.workflow.corpus.support import REAL_CORPUS
+from tests.helpers import PUBLIC_CORPUS as REAL_CORPUS
+from tests.helpers import needs_public_corpus
 
 from orchestrator.workflow.corpus import (
     CORE_ORCHESTRATOR,
@@ -23,7 +24,7 @@ from orchestrator.workflow.corpus import (
     technique_payload,
 )
 
-pytestmark = pytest.mark.skipif(not REAL_CORPUS.is_dir(), reason="shared/corpus/workflows is not present")
+pytestmark = needs_public_corpus
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,8 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.workflow.corpus.support import REAL_CORPUS
+from tests.helpers import PUBLIC_CORPUS as REAL_CORPUS
+from tests.helpers import needs_public_corpus
 
 from orchestrator.workflow.corpus.markdown import _simple_mapping, split_frontmatter
 from orchestrator.workflow.corpus.yamlload import load_yaml
@@ -112,7 +113,7 @@ def test_random_documents_match_safe_load(lines: list[tuple[str, str]]) -> None:
     assert fast == reference or (fast[0] == reference[0] == "ok" and repr(fast[1]) == repr(reference[1]))
 
 
-@pytest.mark.skipif(not REAL_CORPUS.is_dir(), reason="shared/corpus/workflows is not present")
+@needs_public_corpus
 def test_real_corpus_yaml_and_frontmatter_match_safe_load() -> None:
     for path in sorted(REAL_CORPUS.rglob("*.yaml")):
         text = path.read_text(encoding="utf-8")
