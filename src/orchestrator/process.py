@@ -4,7 +4,7 @@ Every command the orchestrator runs for a role or a benchmark goes through ``run
 tools (``run_shell``, ``typecheck``, ``test``) and the benchmark validation (``foundry/validate.py``).
 It guarantees, for every caller:
 
-- the environment is the given one (default: this process's) with the secrets stripped
+- the environment is the given one (default: this process's) reduced to its allow-listed part
   (``config.secrets.tool_environment``);
 - stdin is closed; the command runs in a new session, so its whole process group can be killed;
 - at the deadline the group is killed and the run comes back ``timed_out`` with the output so far;

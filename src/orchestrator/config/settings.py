@@ -68,7 +68,7 @@ class Settings(Base):
     """Everything startup resolved. ``api_key`` is the secret itself; it never appears in ``repr``.
 
     ``secret_values`` are every secret known at load time (``config.secrets.secret_values``: the API
-    key, the Kagi key, the token, secret-looking variables); rendering and the engine redact them.
+    key, the Kagi key, the token, secret-looking and withheld variables); rendering and the engine redact them.
     """
 
     deployment: Deployment

@@ -34,7 +34,7 @@ async def run_command(
 
 def tool_env(ctx: ToolContext) -> Mapping[str, str] | None:
     """The environment a tool's subprocess starts from: ``ctx.env`` (tests), else ``None``
-    (this process's); either way ``run_process`` strips the secrets."""
+    (this process's); either way ``run_process`` passes only the allow-listed variables."""
     return ctx.env
 
 
