@@ -111,6 +111,9 @@ async def test_fetch_url_sends_no_known_secret_in_any_encoding(tmp_path: Path) -
     assert "carries a known secret" in messages[4]
     assert "localhost is not among the hosts" in messages[5] and "fetchUrl.allowHosts: 127.0.0.1" in messages[5]
     assert all("the request was not made" in m for m in messages)
+    calls = [e["payload"] for e in events if e["type"] == "tool_call" and e["payload"]["tool"] == "fetch_url"]
+    logged = [json.loads(c["arguments"])["url"] for c in calls]
+    assert len(logged) == 7 and all("<redacted>" in url for url in logged[1:6])  # what was tried, without it
     forms = [form for secret in (GH_PAT, DATABASE_URL, "pa55w0rd-xyz") for form in encoded_forms(secret)]
     files = {
         str(path): path.read_text(errors="replace")
