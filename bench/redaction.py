@@ -5,9 +5,9 @@ normal case). Whole runs of the real engine against the sim model (in this proce
 role makes ``TURNS`` ``read_file`` calls on a ~16 KB source file, then finishes. Two contenders run
 side by side, in alternating order:
 
-- ``redacting``: the engine with a ``Redactor`` over 6 realistic secret values (the tool-result
-  boundary scan and the log writer's scan of every other event);
-- ``plain``: the engine with an empty ``Redactor`` (both scans skipped) — the baseline.
+- ``redacting``: the engine with a ``Redactor`` over 6 realistic secret values and the credential shapes
+  (the tool-result boundary scan and the log writer's scan of every other event);
+- ``plain``: the engine with an empty ``Redactor`` without shapes (both scans skipped) — the baseline.
 
 Prints the per-turn medians and the median of the per-round ratios ``redacting/plain`` (goal <= 1.05),
 plus the micro cost: one scan of 16 KB of encoded JSON for the 6 values. Never asserts on timing;
@@ -103,7 +103,7 @@ async def bench(rounds: int, turns: int) -> None:
                 workspaces[name] = root / name
                 workspaces[name].mkdir()
                 (workspaces[name] / "module.py").write_text(SOURCE.read_text()[:16_000])
-            contenders = {"plain": Redactor(), "redacting": Redactor(SECRETS)}
+            contenders = {"plain": Redactor(shapes=False), "redacting": Redactor(SECRETS)}
             sim_root = base_url.removesuffix("/v1")
             times: dict[str, list[float]] = {"plain": [], "redacting": []}
             ratios = []

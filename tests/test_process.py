@@ -66,16 +66,17 @@ async def test_with_a_straggler_grace_the_shell_exit_ends_the_command(tmp_path: 
     assert ran.seconds < min(budget(10), 25)  # not the straggler's 30 s
 
 
-async def test_the_default_environment_is_this_processs_stripped(
+async def test_the_default_environment_is_this_processs_allow_listed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ORCHESTRATOR_API_KEY", "sk-from-os-environ")
     monkeypatch.setenv("SOME_SECRET", "from-os-environ-too")
-    monkeypatch.setenv("VISIBLE_TO_TOOLS", "yes")
-    ran = await run_process("env", str(tmp_path), cap=64_000)
+    monkeypatch.setenv("NOT_LISTED", "withheld")
+    monkeypatch.setenv("LISTED_BY_THE_DEPLOYMENT", "yes")
+    ran = await run_process("env", str(tmp_path), cap=64_000, allow=["LISTED_BY_THE_DEPLOYMENT"])
     names = _names(ran.stdout)
-    assert "VISIBLE_TO_TOOLS" in names
-    assert "ORCHESTRATOR_API_KEY" not in names and "SOME_SECRET" not in names
+    assert {"PATH", "LISTED_BY_THE_DEPLOYMENT"} <= names
+    assert not {"ORCHESTRATOR_API_KEY", "SOME_SECRET", "NOT_LISTED"} & names
     assert "sk-from-os-environ" not in ran.stdout
 
 

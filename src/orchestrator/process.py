@@ -4,7 +4,7 @@ Every command the orchestrator runs for a role or a benchmark goes through ``run
 tools (``run_shell``, ``typecheck``, ``test``) and the benchmark validation (``foundry/validate.py``).
 It guarantees, for every caller:
 
-- the environment is the given one (default: this process's) with the secrets stripped
+- the environment is the given one (default: this process's) reduced to its allow-listed part
   (``config.secrets.tool_environment``);
 - stdin is closed; the command runs in a new session, so its whole process group can be killed;
 - at the deadline the group is killed and the run comes back ``timed_out`` with the output so far;
@@ -19,7 +19,7 @@ import math
 import os
 import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,12 +158,14 @@ async def run_process(
     cap: int,
     deadline: float = math.inf,
     env: Mapping[str, str] | None = None,
+    allow: Iterable[str] = (),
     keep_tail: bool = True,
     straggler_grace: float | None = None,
 ) -> ProcessRun:
     """Run ``sh -c command`` in ``cwd`` until it ends or ``deadline`` (trio clock) passes.
 
-    The environment is ``env`` (default: this process's) with the secrets stripped, always. Each
+    The environment is the allow-listed part of ``env`` (default: this process's), always:
+    ``config.secrets.tool_environment`` with ``allow`` (the deployment's ``toolEnvironment``). Each
     stream keeps at most ``cap`` bytes (``Capture``; ``keep_tail`` as there).
 
     When the command ends: by default when both output streams close (a background child holding
@@ -180,7 +182,7 @@ async def run_process(
     process = await trio.lowlevel.open_process(
         ["sh", "-c", command],
         cwd=cwd,
-        env=tool_environment(os.environ if env is None else env),
+        env=tool_environment(os.environ if env is None else env, allow),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -1,4 +1,5 @@
-"""The deployment file: strict decoding, value rules, the apiKey pointer and handler-role cross-checks."""
+"""The deployment file: strict decoding, value rules, the apiKey pointer, handler-role cross-checks, and the
+`toolEnvironment` and `fetchUrl.allowHosts` sections."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from orchestrator.config.deployment import (
     Deployment,
     decode_deployment,
     deployment_problems,
+    fetch_host_allowed,
     field_value,
 )
 from orchestrator.errors import ConfigError
@@ -221,3 +223,55 @@ def test_an_api_base_with_an_empty_or_bad_port_or_no_host_is_refused() -> None:
     assert "invalid port" in (api_base_problem("http://127.0.0.1:0/v1") or "")
     assert "http:// or https://" in (api_base_problem("127.0.0.1:8080/v1") or "")
     assert "http:// or https://" in (api_base_problem("http:///v1") or "")
+
+
+def test_tool_environment_and_allow_hosts_decode_and_default() -> None:
+    assert _decode_ok(json.dumps(BASE).encode()).tool_environment == []
+    assert _decode_ok(json.dumps(BASE).encode()).fetch_url is None
+    document = {**BASE, "toolEnvironment": ["GH_PAT", "npm_config_cache"], "fetchUrl": {"allowHosts": ["*.python.org"]}}
+    deployment = _decode_ok(json.dumps(document).encode())
+    assert deployment.tool_environment == ["GH_PAT", "npm_config_cache"]
+    assert deployment.fetch_url is not None and deployment.fetch_url.allow_hosts == ["*.python.org"]
+    assert deployment_problems(deployment, ROLES) == []
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        ({"toolEnvironment": "GH_PAT"}, "Expected `array`, got `str` - at `$.toolEnvironment`"),
+        ({"fetchUrl": {"allowhosts": []}}, "Object contains unknown field `allowhosts` - at `$.fetchUrl`"),
+        ({"fetchUrl": {"allowHosts": "docs.python.org"}}, "Expected `array | null`, got `str`"),
+    ],
+)
+def test_the_new_sections_are_decoded_strictly(document: dict[str, Any], expected: str) -> None:
+    deployment, problems = decode_deployment(json.dumps({**BASE, **document}).encode())
+    assert deployment is None and any(expected in problem for problem in problems), problems
+
+
+def test_tool_environment_and_allow_hosts_values_are_checked() -> None:
+    document = {
+        **BASE,
+        "toolEnvironment": ["GH_PAT", "BAD NAME", "ORCHESTRATOR_API_KEY"],
+        "fetchUrl": {"allowHosts": ["docs.python.org", "https://example.com", "example.com:443", "Example.com"]},
+    }
+    problems = deployment_problems(_decode_ok(json.dumps(document).encode()), ROLES)
+    assert problems == [
+        ("toolEnvironment[1]", "must be an environment variable name like GH_PAT (got 'BAD NAME')"),
+        ("toolEnvironment[2]", "ORCHESTRATOR_API_KEY is the orchestrator's own secret and is never passed to tools"),
+        *[
+            (
+                f"fetchUrl.allowHosts[{index}]",
+                "must be a lower-case host name like docs.python.org or *.python.org, without scheme, port or path "
+                f"(got {host!r})",
+            )
+            for index, host in ((1, "https://example.com"), (2, "example.com:443"), (3, "Example.com"))
+        ],
+    ]
+
+
+def test_allowed_hosts_match_exactly_or_below_a_wildcard() -> None:
+    hosts = ["docs.python.org", "*.example.com"]
+    assert fetch_host_allowed("docs.python.org", hosts) and fetch_host_allowed("DOCS.python.org.", hosts)
+    assert fetch_host_allowed("a.b.example.com", hosts)
+    assert not fetch_host_allowed("example.com", hosts) and not fetch_host_allowed("evilexample.com", hosts)
+    assert not fetch_host_allowed("python.org", hosts) and not fetch_host_allowed("anything", [])

@@ -59,6 +59,30 @@ def test_mcp_servers_need_trust_and_a_matching_record_grants_it() -> None:
     assert (trusted.state, trusted.ignored) == ("trusted", [])
 
 
+def test_a_tool_environment_needs_trust_too(tmp_path: Path) -> None:
+    """A planted deployment naming variables for the tools (``GH_PAT``) would hand the model a secret."""
+    report = assess(
+        Path("/ws"),
+        guild_from_workspace=False,
+        deployment_from_workspace=True,
+        current={"deployment/deployment.json": "dd"},
+        packaged_guild=PACKAGED,
+        deployment_servers=[],
+        trusted=None,
+        deployment_tool_environment=["GH_PAT"],
+    )
+    assert report.state == "untrusted"
+    assert "its toolEnvironment (GH_PAT) would hand these variables to every command" in report.ignored[0].reason
+    env = {"ORCHESTRATOR_STATE_DIR": str(tmp_path / "state")}
+    workspace = tmp_path / "ws"
+    deployment = json.loads((packaged_path("deployment") / "deployment.json").read_text())
+    deployment["toolEnvironment"] = ["GH_PAT"]
+    (workspace / "deployment").mkdir(parents=True)
+    (workspace / "deployment" / "deployment.json").write_text(json.dumps(deployment))
+    _, applied = apply_trust(locate_config(None, None, env, workspace), workspace, env)
+    assert applied.state == "untrusted" and [i.path for i in applied.ignored] == ["deployment/deployment.json"]
+
+
 def test_a_file_changed_since_trust_is_named() -> None:
     record = TrustedWorkspace(files={**PACKAGED, "guild/guild.json": "mine"}, trusted_at="2026-01-01T00:00:00Z")
     report = _assess({**PACKAGED, "guild/guild.json": "mine", "guild/prompts/new.md": "x"}, trusted=record)

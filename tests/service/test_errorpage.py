@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from orchestrator.service.errorpage import WAIT_RELOAD_SECONDS, Waiting, create_error_app, render_error_page
+from orchestrator.service.errorpage import (
+    WAIT_RELOAD_SECONDS,
+    Waiting,
+    api_base_shown,
+    create_error_app,
+    render_error_page,
+)
 
 PROBLEMS = ["model.apiBase: must be a URL, got '<nothing>'", "guild/lead.md: missing"]
 
@@ -60,3 +66,11 @@ async def test_the_waiting_app_answers_model_not_ready() -> None:
     client = create_error_app(["x"], "t", waiting=Waiting(api_base="http://h/v1")).test_client()
     health = await client.get("/healthz")
     assert (health.status_code, await health.get_json()) == (503, {"ok": False, "error": "model_not_ready"})
+
+
+def test_the_api_base_is_shown_without_its_userinfo() -> None:
+    assert api_base_shown("http://user:pa55w0rd-xyz@127.0.0.1:8080/v1") == "http://127.0.0.1:8080/v1"
+    assert api_base_shown("https://token-abcdefgh@models.example/v1") == "https://models.example/v1"
+    assert api_base_shown("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080/v1"
+    page = render_error_page([], "T", waiting=Waiting(api_base="http://u:pa55w0rd-xyz@10.0.0.5:8080/v1"))
+    assert "pa55w0rd-xyz" not in page and "<code>http://10.0.0.5:8080/v1</code>" in page

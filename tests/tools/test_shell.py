@@ -1,4 +1,4 @@
-"""``run_shell``: the command's environment never holds the orchestrator's secrets."""
+"""``run_shell``: the command's environment is the allow-listed part of the service's; no secret reaches it."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ ENV = {
     "GITHUB_TOKEN": "ghp_abcdefgh",
     "NPM_TOKEN": "npm_abcdefgh",
     "Db_Password": "hunter22hunter",
-    "PLAIN_SETTING": "kept",
+    "DATABASE_URL": "postgres://u:pa55w0rd-xyz@h/db",
+    "GH_PAT": "gh-pat-value-0001",
+    "PLAIN_SETTING": "withheld",
+    "LANG": "C.UTF-8",
 }
 
 
@@ -24,12 +27,19 @@ def _names(stdout: str) -> set[str]:
     return {line.split("=", 1)[0] for line in stdout.splitlines() if "=" in line}
 
 
-async def test_run_shell_strips_secrets_and_keeps_the_rest(tmp_path: Path) -> None:
+async def test_run_shell_gets_the_allow_listed_variables_only(tmp_path: Path) -> None:
     result = await run_shell(make_ctx(tmp_path, env=ENV), {"command": "env"})
     names = _names(result.data["stdout"])
-    assert {"PATH", "PLAIN_SETTING"} <= names
+    assert {"PATH", "LANG"} <= names
     assert not names & {"ORCHESTRATOR_API_KEY", "ORCHESTRATOR_KAGI_API_KEY", "ORCHESTRATOR_TOKEN", "GITHUB_TOKEN"}
-    assert not names & {"NPM_TOKEN", "Db_Password"}
+    assert not names & {"NPM_TOKEN", "Db_Password", "DATABASE_URL", "GH_PAT", "PLAIN_SETTING"}
+
+
+async def test_the_deployments_tool_environment_adds_names(tmp_path: Path) -> None:
+    ctx = make_ctx(tmp_path, env=ENV, tool_env_allow=("GH_PAT", "PLAIN_SETTING"))
+    result = await run_shell(ctx, {"command": "env"})
+    names = _names(result.data["stdout"])
+    assert {"GH_PAT", "PLAIN_SETTING"} <= names and "DATABASE_URL" not in names
 
 
 async def test_the_allow_list_passes_exactly_the_named_variables(tmp_path: Path) -> None:

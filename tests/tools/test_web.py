@@ -1,13 +1,17 @@
-"""fetch_url and web_search against loopback servers only (Kagi, markdown.new and a plain site)."""
+"""fetch_url and web_search against loopback servers only (Kagi, markdown.new and a plain site); no secret
+leaves through a request, and `fetchUrl.allowHosts` bounds where it goes."""
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import json
 import socket
 from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import trio
@@ -17,10 +21,13 @@ from quart import Response, request
 from quart_trio import QuartTrio
 from tests.tools.support import make_ctx
 
+from orchestrator.config.redaction import Redactor
 from orchestrator.tools import ToolContext
 from orchestrator.tools.web import CONTENT_CAP, fetch_url, web_search
 
 KEY = "kagi-test-key-0123456789"
+#: A secret the run knows (as the value of a variable withheld from tools would be).
+SECRET = "gh-pat-value-0001"
 PAGE = "<html><head><title>Docs</title></head><body><h1>Hello</h1><p>A <a href='/x'>link</a>.</p></body></html>"
 
 
@@ -97,6 +104,15 @@ class FakeWeb:
         @app.get("/to-metadata")
         async def to_metadata() -> Response:
             return Response("", status=307, headers={"Location": "http://169.254.169.254/latest/meta-data/"})
+
+        @app.get("/collect")
+        async def collect() -> Response:
+            self.calls.append({"service": "collect", "path": request.full_path})
+            return Response("thanks", content_type="text/plain")
+
+        @app.get("/to-collect-secret")
+        async def to_collect_secret() -> Response:
+            return Response("", status=302, headers={"Location": f"/collect?t={SECRET}"})
 
         @app.get("/slow")
         async def slow() -> Response:
@@ -331,3 +347,68 @@ async def test_allow_private_lets_the_direct_fetch_reach_loopback(tmp_path: Path
     assert result.kind == "success" and result.data["content"] == '{"a": 1}'
     refused = await fetch_url(make_ctx(tmp_path, env={}), {"url": f"{web.base}/data.json", "method": "direct"})
     assert refused.kind == "unavailable" and "127.0.0.1 is loopback" in str(refused.message)
+
+
+# --- no secret leaves through a request -------------------------------------------------------------
+
+
+def _encodings() -> dict[str, str]:
+    raw = SECRET.encode()
+    return {
+        "raw": SECRET,
+        "url-encoded": quote(f"token={SECRET}", safe=""),
+        "base64": base64.b64encode(b"token=" + raw).decode(),
+        "base64url": base64.urlsafe_b64encode(b"t:" + raw).decode().rstrip("="),
+        "hex": raw.hex(),
+        "hex upper": raw.hex().upper(),
+    }
+
+
+@pytest.mark.parametrize("encoding", list(_encodings()))
+async def test_a_url_carrying_a_known_secret_is_refused_before_any_request(
+    tmp_path: Path, web: FakeWeb, encoding: str
+) -> None:
+    ctx = dataclasses.replace(web.ctx(tmp_path), redactor=Redactor([SECRET]))
+    for method in ("direct", "markdown_new", "auto"):
+        url = f"{web.base}/collect?d={_encodings()[encoding]}"
+        result = await fetch_url(ctx, {"url": url, "method": method})
+        assert result.kind == "permission_denied", (method, result)
+        assert "carries a known secret" in str(result.message) and "was not made" in str(result.message)
+        assert _encodings()[encoding] not in str(result.message) and web.base not in str(result.message)
+    assert web.calls == []  # neither the site nor a converter saw anything
+
+
+async def test_a_credential_shape_or_url_credentials_are_refused_without_knowing_them(
+    tmp_path: Path, web: FakeWeb
+) -> None:
+    ctx = web.ctx(tmp_path)  # no redactor: the shapes still count
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    shaped = await fetch_url(ctx, {"url": f"{web.base}/collect?t={token}", "method": "direct"})
+    assert shaped.kind == "permission_denied" and "a GitHub or GitLab token" in str(shaped.message)
+    host = web.base.split("//", 1)[1]
+    userinfo = await fetch_url(ctx, {"url": f"http://u:hunter2@{host}/collect", "method": "direct"})
+    assert userinfo.kind == "permission_denied" and "credentials" in str(userinfo.message)
+    assert web.calls == []
+
+
+async def test_a_redirect_to_a_url_carrying_a_secret_is_not_followed(tmp_path: Path, web: FakeWeb) -> None:
+    ctx = dataclasses.replace(web.ctx(tmp_path), redactor=Redactor([SECRET]))
+    result = await fetch_url(ctx, {"url": f"{web.base}/to-collect-secret", "method": "direct"})
+    assert result.kind == "unavailable" and "a redirect's URL carries a known secret" in str(result.message)
+    assert web.calls == []
+
+
+async def test_allow_hosts_limits_where_fetch_url_goes(tmp_path: Path, web: FakeWeb) -> None:
+    allowed = dataclasses.replace(web.ctx(tmp_path), fetch_allow_hosts=("127.0.0.1",))
+    page = await fetch_url(allowed, {"url": f"{web.base}/data.json", "method": "direct"})
+    assert page.kind == "success"
+    port = web.base.rsplit(":", 1)[1]
+    elsewhere = dataclasses.replace(web.ctx(tmp_path), fetch_allow_hosts=("docs.python.org", "*.example.com"))
+    refused = await fetch_url(elsewhere, {"url": f"http://localhost:{port}/collect", "method": "auto"})
+    assert refused.kind == "permission_denied"
+    assert "localhost is not among the hosts" in str(refused.message) and "docs.python.org, *.example.com" in str(
+        refused.message
+    )
+    nothing = dataclasses.replace(web.ctx(tmp_path), fetch_allow_hosts=())
+    assert (await fetch_url(nothing, {"url": f"{web.base}/data.json"})).kind == "permission_denied"
+    assert [call["service"] for call in web.calls] == []

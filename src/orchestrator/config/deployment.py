@@ -12,6 +12,7 @@ variable that set the field.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,6 +29,7 @@ __all__ = [
     "ContextPolicy",
     "Deployment",
     "ExecutorConfig",
+    "FetchUrlConfig",
     "FieldProblem",
     "Generation",
     "InterruptTriggers",
@@ -37,6 +39,7 @@ __all__ = [
     "attr_name",
     "decode_deployment",
     "deployment_problems",
+    "fetch_host_allowed",
     "field_value",
     "role_reference_problems",
 ]
@@ -119,6 +122,13 @@ class LoggingConfig(StrictBase):
     level: LogLevel
 
 
+class FetchUrlConfig(StrictBase):
+    """``fetch_url``'s egress rule: ``allow_hosts`` (``None``: any public host) lists the only hosts it
+    may reach — ``example.com`` exactly, ``*.example.com`` any name under it."""
+
+    allow_hosts: list[str] | None = None
+
+
 class Deployment(StrictBase):
     """The whole deployment file."""
 
@@ -128,6 +138,9 @@ class Deployment(StrictBase):
     logging: LoggingConfig | None = None
     #: MCP servers whose tools roles may list as ``mcp:<server>/<tool>`` (see config/mcpservers.py).
     mcp_servers: dict[str, McpServer] = {}
+    #: Variables tool subprocesses get besides the base list (``config.secrets.BASE_TOOL_ENVIRONMENT``).
+    tool_environment: list[str] = []
+    fetch_url: FetchUrlConfig | None = None
 
 
 #: One value finding: the dotted wire path of the field, and what is wrong with it.
@@ -226,9 +239,53 @@ def deployment_problems(deployment: Deployment, role_names: Collection[str] | No
             ("executor.contextPressureThreshold", f"must be a number strictly between 0 and 1 (got {threshold})")
         )
     problems.extend(mcp_server_problems(deployment.mcp_servers))
+    problems.extend(_tool_environment_problems(deployment.tool_environment))
+    if deployment.fetch_url is not None and deployment.fetch_url.allow_hosts is not None:
+        problems.extend(_allow_host_problems(deployment.fetch_url.allow_hosts))
     if role_names is not None:
         problems.extend(role_reference_problems(deployment, role_names))
     return problems
+
+
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HOST_PATTERN = re.compile(r"(?:\*\.)?(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+#: The orchestrator's own secrets: never passed to a tool (``config.secrets.SECRET_FILES``).
+_NEVER_TO_TOOLS = ("ORCHESTRATOR_API_KEY", "ORCHESTRATOR_KAGI_API_KEY", "ORCHESTRATOR_TOKEN")
+
+
+def _tool_environment_problems(names: list[str]) -> list[FieldProblem]:
+    problems: list[FieldProblem] = []
+    for index, name in enumerate(names):
+        field = f"toolEnvironment[{index}]"
+        if not _VARIABLE_NAME.fullmatch(name):
+            problems.append((field, f"must be an environment variable name like GH_PAT (got {name!r})"))
+        elif name in _NEVER_TO_TOOLS:
+            problems.append((field, f"{name} is the orchestrator's own secret and is never passed to tools"))
+    return problems
+
+
+def _allow_host_problems(hosts: list[str]) -> list[FieldProblem]:
+    return [
+        (
+            f"fetchUrl.allowHosts[{index}]",
+            "must be a lower-case host name like docs.python.org or *.python.org, without scheme, port or path "
+            f"(got {host!r})",
+        )
+        for index, host in enumerate(hosts)
+        if not _HOST_PATTERN.fullmatch(host)
+    ]
+
+
+def fetch_host_allowed(host: str, allow_hosts: list[str]) -> bool:
+    """Whether ``fetchUrl.allowHosts`` lets ``fetch_url`` reach ``host`` (any case; ``*.x`` is any name under x)."""
+    host = host.lower().rstrip(".")
+    for allowed in allow_hosts:
+        if allowed.startswith("*."):
+            if host.endswith(allowed[1:]):
+                return True
+        elif host == allowed:
+            return True
+    return False
 
 
 def api_base_problem(url: str) -> str | None:

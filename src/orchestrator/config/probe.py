@@ -25,6 +25,7 @@ import msgspec
 import trio
 
 from orchestrator.config.deployment import ModelConfig
+from orchestrator.config.redaction import without_userinfo
 from orchestrator.config.settings import ModelStatus, Settings
 from orchestrator.errors import ConfigError
 
@@ -106,7 +107,8 @@ class ServedModel(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ProbeOutcome(msgspec.Struct, frozen=True, kw_only=True):
-    """What the probe saw: the listing on success (possibly empty), else ``None`` and the reason."""
+    """What the probe saw: the listing on success (possibly empty), else ``None`` and the reason.
+    ``url`` is the address asked without its userinfo: every message names it."""
 
     url: str
     models: list[ServedModel] | None = None
@@ -173,9 +175,11 @@ async def probe_model(
             status = msgspec.structs.replace(status, tools_problem=problem)
             notes.append(f"WARNING: {problem}")
     if problems:
-        if outcome.models is None:
-            shown = settings.redactor().redact_all([model.api_base])[0]
-            raise ModelNotReady(settings.redactor().redact_all(problems), status, api_base=shown)
+        if outcome.models is None:  # what the waiting page and its JSON show: no URL's userinfo either
+            shown = without_userinfo(settings.redactor().redact(model.api_base))
+            said = [without_userinfo(problem) for problem in settings.redactor().redact_all(problems)]
+            status = msgspec.structs.replace(status, message=without_userinfo(status.message))
+            raise ModelNotReady(said, status, api_base=shown)
         raise ConfigError(settings.redactor().redact_all(problems))
     deployment = msgspec.structs.replace(settings.deployment, model=resolved)
     notes = settings.redactor().redact_all([outcome.describe(), *notes])
@@ -243,7 +247,7 @@ async def _tools_problem(api_base: str, api_key: str | None, seconds: float) -> 
     supported = await fetch_tool_support(api_base, api_key, seconds=seconds)
     if supported is not False:
         return None
-    return TOOLS_PROBLEM.format(url=_props_url(api_base))
+    return TOOLS_PROBLEM.format(url=without_userinfo(_props_url(api_base)))
 
 
 def _props_url(api_base: str) -> str:
@@ -275,6 +279,7 @@ async def fetch_models(api_base: str, api_key: str | None, *, seconds: float) ->
     Sends ``Authorization: Bearer <key>`` when a key is set. Cancellation: propagates (nothing to undo).
     """
     url = api_base.rstrip("/") + "/models"
+    shown = without_userinfo(url)  # what every message names: the address, never its credentials
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     failure = f"no answer within {seconds:g}s"
     with trio.move_on_after(seconds):
@@ -282,17 +287,17 @@ async def fetch_models(api_base: str, api_key: str | None, *, seconds: float) ->
             async with httpx.AsyncClient(timeout=seconds) as client:
                 response = await client.get(url, headers=headers)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            return ProbeOutcome(url=url, failure=_describe_error(exc))
+            return ProbeOutcome(url=shown, failure=_describe_error(exc))
         if not response.is_success:
             code = response.status_code
             if code == 503 and b"loading model" in response.content.lower():
-                return ProbeOutcome(url=url, failure="HTTP 503: Loading model", status=code, loading=True)
-            return ProbeOutcome(url=url, failure=f"HTTP {code}", status=code)
+                return ProbeOutcome(url=shown, failure="HTTP 503: Loading model", status=code, loading=True)
+            return ProbeOutcome(url=shown, failure=f"HTTP {code}", status=code)
         try:
-            return ProbeOutcome(url=url, models=parse_model_list(response.content))
+            return ProbeOutcome(url=shown, models=parse_model_list(response.content))
         except ValueError as exc:
-            return ProbeOutcome(url=url, failure=f"unparseable body: {exc}")
-    return ProbeOutcome(url=url, failure=failure)
+            return ProbeOutcome(url=shown, failure=f"unparseable body: {exc}")
+    return ProbeOutcome(url=shown, failure=failure)
 
 
 def _describe_error(exc: Exception) -> str:

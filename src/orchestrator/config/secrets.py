@@ -3,10 +3,14 @@
 * Lookup: an environment variable first, then Docker secret files, trimmed, empty meaning unset. A
   resolved value is returned to the caller and nowhere else: problems and descriptions name only the
   variable or the file a secret came from, never its content.
-* ``tool_environment`` (pure): the environment a tool subprocess gets — the orchestrator's own secrets
-  and every variable whose name looks secret removed, unless ``ORCHESTRATOR_TOOL_ENV_ALLOW`` names it.
-* ``Redactor`` (pure): replaces every known secret value in text with ``<redacted>``; costs one
-  substring scan per value when nothing matches. ``load_redactor`` gathers the values (reads files).
+* ``tool_environment`` (pure): the environment a tool subprocess gets — an allow-list (``BASE_TOOL_ENVIRONMENT``,
+  the ``LC_*`` locale variables, and the names the deployment's ``toolEnvironment`` or
+  ``ORCHESTRATOR_TOOL_ENV_ALLOW`` add); everything else is withheld, the orchestrator's own secrets always.
+* ``secret_values``: every value that must never surface — the orchestrator's secrets, every variable whose
+  name looks secret, and the value of every withheld variable unless it is plainly not a secret (a path,
+  a number, a URL without credentials, a word; see :func:`withheld_value_is_secret`).
+* ``Redactor`` (``config.redaction``): replaces those values and credential shapes in text with
+  ``<redacted>``. ``load_redactor`` gathers the values (reads files).
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ from pathlib import Path
 import msgspec
 
 from orchestrator.config.overridetable import ENV_OVERRIDES
+from orchestrator.config.redaction import MIN_SCRUB_LENGTH, REDACTED, Redactor
 from orchestrator.fsutil import read_regular
 
 __all__ = [
     "API_KEY_FILES",
     "API_KEY_VARIABLE",
+    "BASE_TOOL_ENVIRONMENT",
     "DEFAULT_SECRETS_DIR",
     "KAGI_KEY_FILES",
     "KAGI_KEY_VARIABLE",
@@ -41,7 +47,9 @@ __all__ = [
     "read_secret",
     "scrub",
     "secret_values",
+    "tool_allow_list",
     "tool_environment",
+    "withheld_value_is_secret",
 ]
 
 #: The deployment overrides: configuration, whatever their names say.
@@ -65,15 +73,52 @@ SECRET_FILES: dict[str, tuple[str, ...]] = {
 }
 #: The per-workspace token file ``serve`` keeps when ``ORCHESTRATOR_TOKEN`` is not set.
 WORKSPACE_TOKEN_FILE = Path(".orchestration") / "token"
-#: Comma-separated names of variables a tool subprocess may keep although their names look secret.
+#: Comma-separated names of further variables a tool subprocess gets (added to ``toolEnvironment``).
 TOOL_ENV_ALLOW_VARIABLE = "ORCHESTRATOR_TOOL_ENV_ALLOW"
-#: A variable whose name contains one of these (any case) is stripped from a tool's environment.
-_SECRET_NAME = re.compile("KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
-#: The one replacement text, in rendered configuration and in redacted text alike.
-REDACTED = "<redacted>"
-#: Shorter values are not scrubbed from text: replacing every "x" (or "true") would garble messages,
-#: and a value that short protects nothing.
-MIN_SCRUB_LENGTH = 8
+#: What every tool subprocess gets from the service's environment (with the ``LC_*`` variables); the
+#: deployment's ``toolEnvironment`` adds names. Everything else is withheld.
+BASE_TOOL_ENVIRONMENT: frozenset[str] = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "TERM",
+        "TZ",
+        "TMPDIR",
+        "TMP",
+        "TEMP",
+        "COLUMNS",
+        "LINES",
+        "NO_COLOR",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "GIT_SSL_CAINFO",
+        "NODE_EXTRA_CA_CERTS",
+    }
+)
+#: A variable whose name matches (any case) is secret: withheld from tools unless allowed, and its value
+#: redacted even when allowed.
+_SECRET_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASSW|PWD|DSN|CREDENTIAL|AUTH(?!OR)|COOKIE|SESSION|WEBHOOK|PRIVATE|(?:^|_)PAT(?:$|_)",
+    re.IGNORECASE,
+)
+#: Names that match ``_SECRET_NAME`` but are the shell's own, not secrets.
+_ORDINARY_NAMES = frozenset({"PWD", "OLDPWD"})
+#: Withheld variables whose values are not secrets by what they are (the shell's, CI's, ours).
+_PLAIN_NAMES = frozenset({"PWD", "OLDPWD", "HOSTNAME", "SHLVL", "_"})
+_PLAIN_PREFIXES = ("XDG_", "LC_", "GITHUB_", "RUNNER_", "GIT_AUTHOR_", "GIT_COMMITTER_", "ORCHESTRATOR_")
+#: Values that are plainly not secrets: absolute paths (or a list of them), numbers and addresses,
+#: words of letters, an e-mail address, a URL without credentials or query.
+_PLAIN_VALUE = re.compile(
+    r"(?:~?/[^\s:]*)(?::~?/[^\s:]*)*:?|[0-9\s.,:;+-]+|[A-Za-z]+(?: [A-Za-z]+)*"
+    r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[a-z][a-z0-9+.-]*://[^\s@?#]*"
+)
 
 
 class Secret(msgspec.Struct, frozen=True, kw_only=True):
@@ -125,123 +170,69 @@ def scrub(texts: list[str], secret: str | None) -> list[str]:
 
 
 def looks_secret(name: str) -> bool:
-    """Whether a variable's name marks it secret: it contains KEY, TOKEN, SECRET or PASSWORD (any case).
+    """Whether a variable's name marks it secret: it contains KEY, TOKEN, SECRET, PASSW(ORD), PWD, DSN,
+    CREDENTIAL, AUTH, COOKIE, SESSION, WEBHOOK or PRIVATE, or PAT as a word (any case).
 
-    The deployment overrides are configuration, not secrets, whatever their names say
-    (``ORCHESTRATOR_MAX_TOKENS``, ``ORCHESTRATOR_INTERRUPT_EVERY_TOKENS``).
+    ``PWD``/``OLDPWD`` are the shell's; the deployment overrides are configuration, not secrets, whatever
+    their names say (``ORCHESTRATOR_MAX_TOKENS``, ``ORCHESTRATOR_INTERRUPT_EVERY_TOKENS``).
     """
-    return _SECRET_NAME.search(name) is not None and name not in _OVERRIDE_VARIABLES
+    return _SECRET_NAME.search(name) is not None and name not in _OVERRIDE_VARIABLES and name not in _ORDINARY_NAMES
 
 
-def _allow_list(env: Mapping[str, str]) -> frozenset[str]:
-    return frozenset(name.strip() for name in env.get(TOOL_ENV_ALLOW_VARIABLE, "").split(",") if name.strip())
+def tool_allow_list(env: Mapping[str, str], allow: Iterable[str] = ()) -> frozenset[str]:
+    """The names a tool subprocess gets: the base list, ``allow`` (the deployment's ``toolEnvironment``)
+    and ``ORCHESTRATOR_TOOL_ENV_ALLOW``'s names; never the orchestrator's own secrets."""
+    extra = [name.strip() for name in env.get(TOOL_ENV_ALLOW_VARIABLE, "").split(",")]
+    return frozenset(name for name in (*BASE_TOOL_ENVIRONMENT, *allow, *extra) if name and name not in SECRET_FILES)
 
 
-def tool_environment(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` without the secrets, for a tool subprocess.
-
-    Removed: ``ORCHESTRATOR_API_KEY``, ``ORCHESTRATOR_KAGI_API_KEY``, ``ORCHESTRATOR_TOKEN`` (always), and
-    every variable whose name :func:`looks_secret` unless ``ORCHESTRATOR_TOOL_ENV_ALLOW`` names it exactly.
-    """
-    allowed = _allow_list(env)
-    return {
-        name: value
-        for name, value in env.items()
-        if name not in SECRET_FILES and (name in allowed or not looks_secret(name))
-    }
+def tool_environment(env: Mapping[str, str], allow: Iterable[str] = ()) -> dict[str, str]:
+    """The part of ``env`` a tool subprocess gets: the variables :func:`tool_allow_list` names and the
+    ``LC_*`` locale variables. Everything else is withheld."""
+    allowed = tool_allow_list(env, allow)
+    return {name: value for name, value in env.items() if name in allowed or name.startswith("LC_")}
 
 
-class Redactor:
-    """Replaces each known secret value in text with ``<redacted>``; values shorter than
-    ``MIN_SCRUB_LENGTH`` are ignored. An empty redactor returns its input unchanged at no cost.
-
-    Overlapping or adjacent occurrences (of one value or of two) become one ``<redacted>``, so no
-    fragment of a secret survives next to the marker. ``needles`` are the UTF-8 bytes to look for in
-    encoded JSON: each value and its JSON-escaped form.
-    """
-
-    __slots__ = ("_values", "needles")
-
-    def __init__(self, values: Iterable[str] = ()) -> None:
-        self._values: tuple[str, ...] = tuple(
-            sorted({v for v in values if len(v) >= MIN_SCRUB_LENGTH}, key=len, reverse=True)
-        )
-        needles = {v.encode() for v in self._values} | {msgspec.json.encode(v)[1:-1] for v in self._values}
-        self.needles: tuple[bytes, ...] = tuple(needles)
-
-    def __bool__(self) -> bool:
-        return bool(self._values)
-
-    def __repr__(self) -> str:
-        return f"Redactor({len(self._values)} values)"
-
-    @property
-    def values(self) -> tuple[str, ...]:
-        """The values replaced, longest first."""
-        return self._values
-
-    def redact(self, text: str) -> str:
-        """``text`` with every known secret replaced (the same object when none occurs).
-
-        One substring search per value; only a hit costs more.
-        """
-        spans: list[tuple[int, int]] = []
-        for value in self._values:
-            start = text.find(value)
-            while start >= 0:
-                spans.append((start, start + len(value)))
-                start = text.find(value, start + 1)
-        if not spans:
-            return text
-        spans.sort()
-        parts: list[str] = []
-        kept_to = 0  # text before this index is emitted (or redacted)
-        span_start, span_end = spans[0]
-        for start, end in spans[1:]:
-            if start <= span_end:  # overlapping or adjacent: one marker
-                span_end = max(span_end, end)
-                continue
-            parts += [text[kept_to:span_start], REDACTED]
-            kept_to, span_start, span_end = span_end, start, end
-        parts += [text[kept_to:span_start], REDACTED, text[span_end:]]
-        return "".join(parts)
-
-    def redact_all(self, texts: Iterable[str]) -> list[str]:
-        return [self.redact(text) for text in texts]
-
-    def found_in(self, data: bytes) -> bool:
-        """Whether encoded JSON ``data`` holds a secret (raw or JSON-escaped): the log writer's fast check."""
-        return any(needle in data for needle in self.needles)
-
-    def redact_value(self, value: object) -> object:
-        """A JSON-like value with every string in it (dict keys too) redacted; other leaves unchanged.
-
-        A msgspec struct is turned into builtins first, so the answer is plain data.
-        """
-        if not self._values:
-            return value
-        if isinstance(value, str):
-            return self.redact(value)
-        if isinstance(value, msgspec.Struct):
-            value = msgspec.to_builtins(value)
-        if isinstance(value, dict):
-            return {self.redact_value(key): self.redact_value(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.redact_value(item) for item in value]
-        return value
+def withheld_value_is_secret(name: str, value: str) -> bool:
+    """Whether the value of a variable withheld from tools counts as secret (and is redacted wherever
+    text leaves): yes unless it is shorter than ``MIN_SCRUB_LENGTH``, belongs to a variable known to
+    hold none (``PWD``, ``HOSTNAME``, ``XDG_*``, ``LC_*``, ``GITHUB_*``, ``RUNNER_*``, ``GIT_AUTHOR_*``,
+    ``GIT_COMMITTER_*``, the orchestrator's configuration) or is plainly not one: a path or a list of
+    paths, a number, words of letters, an e-mail address, a URL without credentials or query. A name
+    that :func:`looks_secret` makes it secret regardless."""
+    value = value.strip()
+    if len(value) < MIN_SCRUB_LENGTH:
+        return False
+    if looks_secret(name) or name in SECRET_FILES:
+        return True
+    if name in _PLAIN_NAMES or name.startswith(_PLAIN_PREFIXES):
+        return False
+    return _PLAIN_VALUE.fullmatch(value) is None
 
 
 def secret_values(
-    env: Mapping[str, str], secrets_dir: Path = DEFAULT_SECRETS_DIR, workspace: Path | None = None
+    env: Mapping[str, str],
+    secrets_dir: Path = DEFAULT_SECRETS_DIR,
+    workspace: Path | None = None,
+    allow: Iterable[str] = (),
 ) -> list[str]:
     """Every value that must never surface (reads the secret files; a missing or unreadable one adds nothing).
 
     The three orchestrator secrets from the environment *and* from their secret files (both, so a key
     mounted as a file and another set in the variable are both kept out), ``<workspace>/.orchestration/token``,
-    and the value of every variable whose name :func:`looks_secret` — allow-listed ones included: a tool
-    may use them, but their values stay out of the log and the model's context.
+    the value of every variable whose name :func:`looks_secret` — allow-listed ones included: a tool
+    may use them, but their values stay out of the log and the model's context — and the value of every
+    variable withheld from tools (``allow``: the deployment's ``toolEnvironment``) that
+    :func:`withheld_value_is_secret`.
     """
-    values = [value.strip() for name, value in env.items() if name in SECRET_FILES or looks_secret(name)]
+    allowed = tool_allow_list(env, allow)
+    values = [
+        value.strip()
+        for name, value in env.items()
+        if name in SECRET_FILES
+        or looks_secret(name)
+        or (name not in allowed and not name.startswith("LC_") and withheld_value_is_secret(name, value))
+    ]
     paths = [secrets_dir / name for names in SECRET_FILES.values() for name in names]
     if workspace is not None:
         paths.append(workspace / WORKSPACE_TOKEN_FILE)
@@ -254,7 +245,10 @@ def secret_values(
 
 
 def load_redactor(
-    env: Mapping[str, str], secrets_dir: Path = DEFAULT_SECRETS_DIR, workspace: Path | None = None
+    env: Mapping[str, str],
+    secrets_dir: Path = DEFAULT_SECRETS_DIR,
+    workspace: Path | None = None,
+    allow: Iterable[str] = (),
 ) -> Redactor:
-    """A :class:`Redactor` over :func:`secret_values`."""
-    return Redactor(secret_values(env, secrets_dir, workspace))
+    """A :class:`Redactor` over :func:`secret_values` (and the credential shapes)."""
+    return Redactor(secret_values(env, secrets_dir, workspace, allow))

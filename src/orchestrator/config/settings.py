@@ -68,7 +68,7 @@ class Settings(Base):
     """Everything startup resolved. ``api_key`` is the secret itself; it never appears in ``repr``.
 
     ``secret_values`` are every secret known at load time (``config.secrets.secret_values``: the API
-    key, the Kagi key, the token, secret-looking variables); rendering and the engine redact them.
+    key, the Kagi key, the token, secret-looking and withheld variables); rendering and the engine redact them.
     """
 
     deployment: Deployment
@@ -243,7 +243,8 @@ def load_settings(
         problems.extend(f"{deployment_file}: {problem}" for problem in mcp_problems)
     api_key = secret.value if secret else None
     mcp_secrets = [value for resolved in mcp_resolved.values() for value in resolved.secrets]
-    known = (*secret_values(env, secrets_dir), *mcp_secrets)
+    allow = merged.tool_environment if merged is not None else ()
+    known = (*secret_values(env, secrets_dir, allow=allow), *mcp_secrets)
     redactor = Redactor([*known, *([api_key] if api_key else [])])
     if problems or merged is None or guild is None:
         raise ConfigError(redactor.redact_all(problems))

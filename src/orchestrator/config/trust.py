@@ -4,7 +4,8 @@ A workspace can carry ``guild/`` and ``deployment/deployment.json`` (``orchestra
 so can anyone who publishes a repository). Configuration from there that can make the service execute
 something needs the operator's word first:
 
-- the deployment file when it declares ``mcpServers`` (each is a command started, or a URL called);
+- the deployment file when it declares ``mcpServers`` (each is a command started, or a URL called) or a
+  ``toolEnvironment`` (variables, perhaps secrets, handed to every command the model runs);
 - the Guild when any of its files differs from the packaged Guild (other roles, prompts or tools).
 
 ``orchestrator trust [DIR]`` records the sha256 of every file under ``guild/`` and of the deployment file
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -122,12 +123,14 @@ def assess(
     packaged_guild: Mapping[str, str],
     deployment_servers: list[str],
     trusted: TrustedWorkspace | None,
+    deployment_tool_environment: Sequence[str] = (),
 ) -> TrustReport:
     """The verdict, from what was located and hashed.
 
     ``current``: sha256 of the workspace's files (``guild/...``, ``deployment/deployment.json``);
     ``packaged_guild``: the packaged Guild's files with the same ``guild/`` prefix;
     ``deployment_servers``: the names under the workspace deployment's ``mcpServers``;
+    ``deployment_tool_environment``: the names its ``toolEnvironment`` lists;
     ``trusted``: the store's record for this workspace, if any."""
     guild_current = _guild_part(current)
     recorded = dict(trusted.files) if trusted is not None else {}
@@ -138,9 +141,15 @@ def assess(
         if _guild_part(recorded) != guild_current:
             differing = set(guild_current.items()) ^ set(_guild_part(recorded).items())
             untrusted[_GUILD_PREFIX] = _why_untrusted(trusted, sorted({path for path, _ in differing}))
-    if deployment_from_workspace and deployment_servers:
-        servers = ", ".join(deployment_servers)
-        needs[_DEPLOYMENT] = f"it declares mcpServers ({servers}): commands it would start or URLs it would call"
+    if deployment_from_workspace and (deployment_servers or deployment_tool_environment):
+        reasons = []
+        if deployment_servers:
+            servers = ", ".join(deployment_servers)
+            reasons.append(f"it declares mcpServers ({servers}): commands it would start or URLs it would call")
+        if deployment_tool_environment:
+            names = ", ".join(deployment_tool_environment)
+            reasons.append(f"its toolEnvironment ({names}) would hand these variables to every command the model runs")
+        needs[_DEPLOYMENT] = "; ".join(reasons)
         if recorded.get(_DEPLOYMENT) != current.get(_DEPLOYMENT):
             untrusted[_DEPLOYMENT] = _why_untrusted(trusted, [_DEPLOYMENT])
     if not needs:  # nothing needs trust; still say so when the operator trusted exactly these files
@@ -240,12 +249,15 @@ def trust_workspace(workspace: Path, env: Mapping[str, str], now: datetime | Non
     return record
 
 
-def _servers(deployment_file: Path) -> list[str]:
+def _executable(deployment_file: Path) -> tuple[list[str], list[str]]:
+    """The workspace deployment's ``mcpServers`` names and ``toolEnvironment`` names."""
     try:
         deployment, _ = decode_deployment(deployment_file.read_bytes())
     except OSError:
-        return []
-    return sorted(deployment.mcp_servers) if deployment is not None else []  # a broken file fails to load
+        return [], []
+    if deployment is None:  # a broken file fails to load
+        return [], []
+    return sorted(deployment.mcp_servers), list(deployment.tool_environment)
 
 
 def apply_trust(paths: ConfigPaths, workspace: Path, env: Mapping[str, str]) -> tuple[ConfigPaths, TrustReport]:
@@ -255,13 +267,15 @@ def apply_trust(paths: ConfigPaths, workspace: Path, env: Mapping[str, str]) -> 
     from_deployment = paths.deployment_source == "workspace"
     if not (from_guild or from_deployment):
         return paths, TrustReport(workspace=str(workspace), state="not_needed")
+    servers, tool_environment = _executable(paths.deployment_file) if from_deployment else ([], [])
     report = assess(
         workspace,
         guild_from_workspace=from_guild,
         deployment_from_workspace=from_deployment,
         current=workspace_hashes(workspace),
         packaged_guild=_tree_hashes(packaged_path("guild"), _GUILD_PREFIX),
-        deployment_servers=_servers(paths.deployment_file) if from_deployment else [],
+        deployment_servers=servers,
         trusted=load_store(trust_store_path(env)).workspaces.get(str(workspace)),
+        deployment_tool_environment=tool_environment,
     )
     return _packaged_paths(paths, report), report

@@ -44,6 +44,9 @@ from orchestrator.tools.base import NativeTool, failure, success
 
 __all__ = ["DeltaSink", "Run", "StreamDelta"]
 
+#: Encodes the model's messages for the redactor's fast check.
+_MESSAGE_ENCODER = msgspec.json.Encoder()
+
 
 class StreamDelta(msgspec.Struct, kw_only=True):
     """One live token delta of the turn in flight (ephemeral; never the authority on history)."""
@@ -293,7 +296,8 @@ class Run:
             role="assistant", content=outcome.content, reasoning=outcome.reasoning, tool_calls=outcome.tool_calls
         )
         sent_from = min(frame.logged_upto, len(frame.history))
-        self.log.emit(ev.llm_call(frame, frame.history[sent_from:], sent_from, assistant, usage, outcome.finish_reason))
+        logged = self._scrubbed(assistant)
+        self.log.emit(ev.llm_call(frame, frame.history[sent_from:], sent_from, logged, usage, outcome.finish_reason))
         frame.logged_upto = len(frame.history)
         frame.llm_calls += 1
         frame.last_prompt_tokens = usage.prompt_tokens
@@ -306,8 +310,16 @@ class Run:
             return self.limits.cut_off(frame, assistant)
         after_cut_off, frame.cut_off_turns = frame.cut_off_turns > 0, 0
         if not assistant.tool_calls:
-            return self.limits.implicit_finish(frame, assistant, after_cut_off)
+            return self.limits.implicit_finish(frame, logged, after_cut_off)
         return assistant
+
+    def _scrubbed(self, message: Message) -> Message:
+        """The model's own message as the log and the history keep it (its calls run as written): a
+        secret it wrote, raw or encoded (say a URL carrying a base64 token), becomes ``<redacted>``."""
+        redactor = self.context.redactor.encoded()
+        if not redactor.found_in(_MESSAGE_ENCODER.encode(message)):
+            return message
+        return msgspec.convert(redactor.redact_value(message), Message)
 
     def _publisher(self, frame: RoleFrame) -> Callable[[str, str, bool], None] | None:
         sink = self.on_delta
@@ -348,7 +360,7 @@ class Run:
             pending.results.append(tool_message(call, content))
             if card is not None:
                 pending.finish_card = card
-        frame.history.append(replayable(pending.assistant))
+        frame.history.append(self._scrubbed(replayable(pending.assistant)))
         frame.history.extend(pending.results)
         frame.tool_calls += len(calls)
         frame.pending = None

@@ -13,6 +13,7 @@ exists they hand it a ``RunControls`` handle (``task_status.started``); the host
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ __all__ = [
     "execute_run",
     "prepare_run",
     "resume_run",
+    "run_redactor",
 ]
 
 
@@ -151,10 +153,18 @@ def _tools(services: RunServices) -> dict[str, NativeTool]:
     return dict(services.native_tools) if services.native_tools is not None else default_native_tools()
 
 
+def run_redactor(settings: Settings, workspace: Path) -> Redactor:
+    """The redactor a run (and the service's intake) uses: every secret of this process's environment
+    and ``workspace``'s token file (``config.secrets.secret_values``, with the deployment's
+    ``toolEnvironment``), every secret the settings know, and the credential shapes."""
+    allow = settings.deployment.tool_environment
+    return Redactor([*secret_values(os.environ, workspace=workspace, allow=allow), *settings.redactor().values])
+
+
 def _redactor(settings: Settings, workspace: Path, services: RunServices) -> Redactor:
     if services.redactor is not None:
         return services.redactor
-    return Redactor([*secret_values(os.environ, workspace=workspace), *settings.redactor().values])
+    return run_redactor(settings, workspace)
 
 
 async def _drive(
@@ -299,9 +309,11 @@ def prepare_run(
     ``briefing`` (the queue's interim briefing) is appended below the task, after any continuation
     block; neither reaches ``meta.task``. ``continuation``: ``request.continues_from`` already checked
     by the caller (checked here when absent). Raises ``InvalidContinuation`` or ``RunIdCollision``
-    before anything is written.
+    before anything is written. A secret in the task is redacted here, so neither ``meta.json``, the
+    log nor the model ever holds it.
     """
-    task = request.task
+    task = run_redactor(settings, workspace).redact(request.task)
+    request = dataclasses.replace(request, task=task)
     if request.continues_from:
         if continuation is None or continuation.prior_id != request.continues_from:
             continuation = continuation_briefing(workspace, request.continues_from)

@@ -131,7 +131,9 @@ class ToolCalls:
         appended to the history here, so a cancelled call leaves no trace in the conversation.
         """
         name = call.function.name
-        self._context.log.emit(ev.tool_call(frame, name, call.function.arguments))
+        # The call runs as the model wrote it; the log keeps it without a secret in any encoding.
+        arguments = self._context.redactor.encoded().redact(call.function.arguments)
+        self._context.log.emit(ev.tool_call(frame, name, arguments))
         outcome = await self._dispatch(frame, pending, call)
         if isinstance(outcome, Delegate):
             return outcome
@@ -160,7 +162,8 @@ class ToolCalls:
         return CallDone(self.for_conversation(text), outcome.terminate)
 
     def _redacted(self, result: ToolResult) -> ToolResult:
-        """``result`` with every known secret value replaced by ``<redacted>`` (itself when none occurs)."""
+        """``result`` with every known secret value and credential shape replaced by ``<redacted>`` (itself
+        when none occurs)."""
         redactor = self._context.redactor
         if not redactor or not redactor.found_in(_encoder.encode(result)):
             return result
@@ -337,11 +340,17 @@ class ToolCalls:
 
 def tool_context(context: RunContext, frame: RoleFrame, timeout_seconds: float) -> ToolContext:
     """What a native tool called by ``frame`` sees: the workspace, its run and role ids, the call's
-    timeout and the executor's default tool timeout (the per-command default of ``typecheck``/``test``)."""
+    timeout and the executor's default tool timeout (the per-command default of ``typecheck``/``test``), the
+    deployment's ``toolEnvironment`` and ``fetchUrl.allowHosts``, and the run's redactor."""
+    deployment = context.settings.deployment
+    allow_hosts = deployment.fetch_url.allow_hosts if deployment.fetch_url is not None else None
     return ToolContext(
         workspace=context.workspace,
         timeout_seconds=timeout_seconds,
         run_id=context.state.run_id,
         role_id=frame.instance_id,
-        default_tool_timeout_seconds=float(context.settings.deployment.executor.default_tool_timeout_seconds),
+        default_tool_timeout_seconds=float(deployment.executor.default_tool_timeout_seconds),
+        tool_env_allow=tuple(deployment.tool_environment),
+        redactor=context.redactor,
+        fetch_allow_hosts=tuple(allow_hosts) if allow_hosts is not None else None,
     )

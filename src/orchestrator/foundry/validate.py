@@ -74,8 +74,8 @@ async def run_validation_command(
 ) -> ProcessRun:
     """``sh -c command`` in ``cwd`` through the shared runner, stdout and stderr each cut at ``OUTPUT_CAP``.
 
-    The environment is ``env`` (default: this process's) with the secrets stripped
-    (``config.secrets.tool_environment``): a benchmark's command is workspace code like any tool's.
+    The environment is the allow-listed part of ``env`` (default: this process's,
+    ``config.secrets.tool_environment``): a benchmark's command is workspace code like any tool's.
 
     On timeout the whole group is killed and the result says ``timed_out``. When the shell exits, any
     straggler it left in its group is killed too, so the output pipes close and nothing outlives the

@@ -33,6 +33,7 @@ from orchestrator.engine.runner import (
     execute_prepared,
     prepare_run,
     resume_run,
+    run_redactor,
 )
 from orchestrator.engine.state import RunState
 from orchestrator.llm import LlmTimeouts
@@ -124,6 +125,8 @@ class Service:
         ``seal``: binds queue items to this service (``serve`` always passes one; without it every item in
         the file counts as accepted). ``trust``: the workspace-trust verdict the page and API show."""
         self.settings = settings
+        #: redacts what arrives through the API (tasks, answers, messages) before it is stored or used
+        self.redactor = run_redactor(settings, workspace)
         self.trust = trust
         self.workspace = workspace
         self.timeouts = timeouts or LlmTimeouts()

@@ -9,6 +9,7 @@ import msgspec
 from quart import Response, request
 from quart_trio import QuartTrio
 
+from orchestrator.config.redaction import without_userinfo
 from orchestrator.schema import Base
 
 __all__ = ["WAIT_RELOAD_SECONDS", "Waiting", "api_base_shown", "create_error_app", "render_error_page"]
@@ -27,8 +28,10 @@ class Waiting(Base):
 
 
 def api_base_shown(api_base: str) -> str:
-    """How the page shows ``model.apiBase`` (every place the page names it goes through here)."""
-    return api_base
+    """How the page shows ``model.apiBase`` (every place it names it goes through here): without its
+    userinfo (``http://user:<password>@host/v1`` shows as ``http://host/v1``), a credential whether or not it
+    was recognised as one. The probe's problems, which the JSON answer lists, are cleaned the same way."""
+    return without_userinfo(api_base)
 
 
 def _waiting_lead(waiting: Waiting) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from msgspec import UNSET
 
+from orchestrator.config.redaction import Redactor
 from orchestrator.conversation import ResultCard, ToolResult
 
 __all__ = ["NativeTool", "ToolContext", "ToolError", "ToolOutcome", "failure", "success"]
@@ -53,8 +54,9 @@ class ToolOutcome:
 
 @dataclass(frozen=True, kw_only=True)
 class ToolContext:
-    """What a native tool may see of its call. The engine fills the first five (``toolcalls.tool_context``);
-    the last three replace process-wide inputs and are set only by tests and benchmarks."""
+    """What a native tool may see of its call. The engine fills all but ``env``, ``secrets_dir`` and
+    ``fetch_exempt_addresses`` (``toolcalls.tool_context``); those replace process-wide inputs and are
+    set only by tests and benchmarks."""
 
     #: the workspace root every file tool is contained to
     workspace: Path
@@ -72,6 +74,13 @@ class ToolContext:
     secrets_dir: Path | None = None
     #: addresses the direct fetch may reach although they are not public
     fetch_exempt_addresses: tuple[str, ...] = ()
+    #: the deployment's ``toolEnvironment``: variables subprocesses get besides the base list
+    tool_env_allow: tuple[str, ...] = ()
+    #: the run's redactor: ``fetch_url`` refuses a request that carries a secret it knows (``None``: only
+    #: the credential shapes)
+    redactor: Redactor | None = None
+    #: the deployment's ``fetchUrl.allowHosts``: the only hosts ``fetch_url`` may reach (``None``: any public one)
+    fetch_allow_hosts: tuple[str, ...] | None = None
 
 
 #: A native tool: ``await tool(ctx, arguments) -> ToolResult``. Runs inside the tool's timeout scope;

@@ -1,7 +1,7 @@
 """``typecheck`` and ``test``: one tool under two names, a bounded batch of ``sh -c`` commands.
 
 Each command runs in the workspace root through ``process.run_process`` (the run_shell spawn path, so
-with the same secret-stripped environment),
+with the same allow-listed environment),
 one after the other, under a per-command timeout: the executor's default tool timeout, lowered (never
 raised) by ``timeoutSeconds``. Success is ``[{command, exitCode, stdout, stderr}]``; a non-zero exit
 is a normal result. The first timeout or spawn failure ends the batch:
@@ -100,7 +100,7 @@ async def run_checks(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
         deadline, budget_cut = _deadline(timeout)
         try:
             ran: ProcessRun = await run_process(
-                command, cwd, deadline=deadline, cap=CHECK_STREAM_CAP, env=tool_env(ctx)
+                command, cwd, deadline=deadline, cap=CHECK_STREAM_CAP, env=tool_env(ctx), allow=ctx.tool_env_allow
             )
         except OSError as exc:
             message = f"command {number} of {total} could not be started: {_name(command)} ({exc.strerror or exc})"

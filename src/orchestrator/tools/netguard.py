@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 import httpcore
 import httpx
@@ -148,12 +148,16 @@ class _GuardedTransport(httpx.AsyncHTTPTransport):
 
 
 def guarded_client(
-    seconds: float, headers: dict[str, str], max_redirects: int, exempt: Iterable[str] = ()
+    seconds: float,
+    headers: dict[str, str],
+    max_redirects: int,
+    exempt: Iterable[str] = (),
+    request_hooks: list[Callable[[httpx.Request], Awaitable[None]]] | None = None,
 ) -> httpx.AsyncClient:
     """An httpx client (redirects followed, each hop checked) whose connections obey the address rule.
 
     ``exempt``: addresses the rule lets through (tests reach a loopback server this way, and only the
-    listed ones).
+    listed ones). ``request_hooks``: httpx request hooks run before every request (each redirect hop).
     """
     allowed = frozenset(ipaddress.ip_address(address) for address in exempt)
     return httpx.AsyncClient(
@@ -163,4 +167,5 @@ def guarded_client(
         max_redirects=max_redirects,
         headers=headers,
         trust_env=False,
+        event_hooks={"request": request_hooks or []},
     )

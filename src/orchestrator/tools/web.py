@@ -10,7 +10,11 @@ Backends and their base URLs (overridable, so tests talk to loopback servers onl
 * direct: a plain GET of the URL itself, public addresses only (``tools/netguard.py``), unless
   ``ORCHESTRATOR_FETCH_ALLOW_PRIVATE=1``.
 
-Every failure is an ``unavailable`` result with the reason; the key never appears in one.
+Before anything is sent, ``fetch_url`` refuses (``permission_denied``) a URL that carries a secret — a
+known value raw, URL-encoded, base64- or hex-encoded, or a credential shape (``config.redaction``) — and,
+when the deployment sets ``fetchUrl.allowHosts``, a host it does not list; every redirect hop of the direct
+fetch is held to both rules. The refusal never repeats the URL. Every other failure is an ``unavailable``
+result with the reason; the key never appears in one.
 ``ctx.env`` / ``ctx.secrets_dir`` replace ``os.environ`` / ``/run/secrets``;
 ``ctx.fetch_exempt_addresses`` lists addresses the direct fetch may reach anyway (tests).
 """
@@ -20,18 +24,23 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
 import trio
 
+from orchestrator.config.deployment import fetch_host_allowed
+from orchestrator.config.redaction import Redactor
 from orchestrator.config.secrets import DEFAULT_SECRETS_DIR, KAGI_KEY_FILES, KAGI_KEY_VARIABLE, read_secret
 from orchestrator.conversation import ToolResult
 from orchestrator.tools.base import ToolContext, ToolError, failure, success
 from orchestrator.tools.htmlmd import html_to_markdown
 from orchestrator.tools.netguard import ALLOW_PRIVATE_VARIABLE, AddressRefused, guarded_client
+
+#: An httpx request event hook (raises to stop the request before it is sent).
+RequestHook = Callable[[httpx.Request], Awaitable[None]]
 
 __all__ = [
     "KAGI_BASE_VARIABLE",
@@ -95,21 +104,59 @@ def _attempt_seconds(share: float) -> float:
     return max(min(ATTEMPT_SECONDS, remaining * share), 0.05)
 
 
-def _client(seconds: float) -> httpx.AsyncClient:
+def _client(seconds: float, hooks: list[RequestHook] | None = None) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         timeout=httpx.Timeout(seconds),
         follow_redirects=True,
         max_redirects=_REDIRECTS,
         headers={"User-Agent": _USER_AGENT},
+        event_hooks={"request": hooks or []},
     )
 
 
+class _Refused(Exception):
+    """A request ``fetch_url`` will not send; ``str(exc)`` says why without repeating the URL."""
+
+
+def _refusal(ctx: ToolContext, url: str) -> str | None:
+    """Why ``fetch_url`` must not request ``url`` (a secret in it, a host the deployment does not allow)."""
+    carried = (ctx.redactor or Redactor()).outbound_secret(url)
+    if carried is not None:
+        return (
+            f"refused: the URL carries {carried}, and fetch_url never sends a secret off this machine "
+            "(the request was not made)"
+        )
+    allowed = ctx.fetch_allow_hosts
+    if allowed is not None:
+        host = httpx.URL(url).host
+        if not fetch_host_allowed(host, list(allowed)):
+            listed = ", ".join(allowed) or "none"
+            return (
+                f"refused: {host} is not among the hosts the deployment lets fetch_url reach "
+                f"(fetchUrl.allowHosts: {listed}; the request was not made)"
+            )
+    return None
+
+
+def _hop_check(ctx: ToolContext) -> RequestHook:
+    """Every request the direct fetch sends (each redirect hop) is held to :func:`_refusal`."""
+
+    async def check(request: httpx.Request) -> None:
+        reason = _refusal(ctx, str(request.url))
+        if reason is not None:
+            raise _Refused(reason.replace("the URL", "a redirect's URL", 1))
+
+    return check
+
+
 def _direct_client(ctx: ToolContext) -> Callable[[float], httpx.AsyncClient]:
-    """The direct fetch's client: public addresses only, unless ``ORCHESTRATOR_FETCH_ALLOW_PRIVATE=1``."""
+    """The direct fetch's client: public addresses only, unless ``ORCHESTRATOR_FETCH_ALLOW_PRIVATE=1``;
+    every hop checked for secrets and the allowed hosts."""
+    hooks = [_hop_check(ctx)]
     if _env(ctx).get(ALLOW_PRIVATE_VARIABLE, "").strip() == "1":
-        return _client
+        return lambda seconds: _client(seconds, hooks)
     exempt = list(ctx.fetch_exempt_addresses)
-    return lambda seconds: guarded_client(seconds, {"User-Agent": _USER_AGENT}, _REDIRECTS, exempt)
+    return lambda seconds: guarded_client(seconds, {"User-Agent": _USER_AGENT}, _REDIRECTS, exempt, hooks)
 
 
 def _markdown_new_base(ctx: ToolContext) -> str | None:
@@ -136,7 +183,7 @@ async def _request(
             async with client(seconds) as session, session.stream(method, url, **kwargs) as response:
                 body, cut = await _bounded(response)
                 return response, body, cut
-        except AddressRefused as exc:
+        except (AddressRefused, _Refused) as exc:
             raise _BackendFailed(str(exc)) from None
         except httpx.TooManyRedirects:
             raise _BackendFailed("too many redirects") from None
@@ -254,6 +301,9 @@ async def fetch_url(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
             raise ToolError("unavailable", _NO_KEY.format(tool="fetch_url with method kagi"))
         if method == "markdown_new" and _markdown_new_base(ctx) is None:
             raise ToolError("unavailable", _NO_MARKDOWN_NEW)
+        refusal = _refusal(ctx, url) or _refusal(ctx, str(arguments["url"]))
+        if refusal is not None:
+            raise ToolError("permission_denied", refusal)
     except ToolError as exc:
         return exc.result()
     reasons: list[str] = []

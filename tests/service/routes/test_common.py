@@ -1,4 +1,5 @@
-"""``routes.common``: the optional-choice rule, the run-folder check and the conditional JSON answer."""
+"""``routes.common``: the optional-choice rule, the run-folder check, the conditional JSON answer and the
+body reader (which redacts secrets on arrival)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 from quart_trio import QuartTrio
 
+from orchestrator.config.redaction import Redactor
 from orchestrator.service.routes.common import RunFolders, conditional_json, optional_choice, read_body
 
 
@@ -48,3 +50,21 @@ async def test_conditional_json_and_the_body_reader() -> None:
         for raw in (b"[1]", b"{not json", b""):
             reply = await client.post("/echo", data=raw, headers={"content-type": "application/json"})
             assert await reply.get_json() == {"body": None}, raw
+
+
+async def test_the_body_reader_redacts_every_string_on_arrival() -> None:
+    """A secret typed into a task, an answer or a message never gets past the route that reads it."""
+    app = QuartTrio(__name__)
+    redactor = Redactor(["pa55w0rd-xyz-01"])
+
+    @app.route("/echo", methods=["POST"])
+    async def echo() -> object:
+        return conditional_json({"body": await read_body(redactor)})
+
+    token = "ghp_" + "Zx9Yw8Vu7T" * 4
+    body = {"task": f"use pa55w0rd-xyz-01 and {token}", "nested": [{"pa55w0rd-xyz-01": 1}], "n": 2}
+    async with app.test_app() as test_app:
+        reply = await test_app.test_client().post("/echo", json=body)
+        assert await reply.get_json() == {
+            "body": {"task": "use <redacted> and <redacted>", "nested": [{"<redacted>": 1}], "n": 2}
+        }

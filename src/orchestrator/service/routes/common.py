@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 from quart import Response, request
 
+from orchestrator.config.redaction import Redactor
 from orchestrator.service.etag import etag_of, matches
 
 __all__ = [
@@ -52,13 +53,22 @@ def conditional_json(value: Any) -> Response:
     return Response(body, status=200, content_type="application/json", headers=headers)
 
 
-async def read_body() -> dict[str, Any] | None:
-    """The JSON object body, or ``None`` when it is not one (→ 400 invalid_body)."""
+async def read_body(redactor: Redactor | None = None) -> dict[str, Any] | None:
+    """The JSON object body, or ``None`` when it is not one (→ 400 invalid_body).
+
+    ``redactor``: every string in the body is redacted on arrival (a secret typed into a task, an answer
+    or a message never reaches ``queue.json``, ``meta.json``, the log, the model or an API answer)."""
     try:
         value = _decoder.decode(await request.get_data(as_text=False) or b"null")
     except (msgspec.DecodeError, RecursionError):
         return None
-    return value if isinstance(value, dict) else None
+    if not isinstance(value, dict):
+        return None
+    if redactor is not None:
+        redacted = redactor.redact_value(value)
+        assert isinstance(redacted, dict)
+        return redacted
+    return value
 
 
 def optional_choice(body: dict[str, Any], key: str, allowed: tuple[str, ...]) -> tuple[bool, str | None]:

@@ -19,7 +19,7 @@ def questions_blueprint(service: Service) -> Blueprint:
 
     @questions.post("/api/answer")
     async def post_answer() -> Response:
-        body = await read_body()
+        body = await read_body(service.redactor)
         if body is None or not isinstance(body.get("id"), str) or not isinstance(body.get("answer"), str):
             return error_response("invalid_body", 400)
         if not service.questions.answer(body["id"], body["answer"]):

@@ -52,7 +52,7 @@ def queue_blueprint(service: Service) -> Blueprint:
 
     @queue.post("/api/queue")
     async def post_queue() -> Response:
-        body = await read_body()
+        body = await read_body(service.redactor)
         if body is None or not isinstance(body.get("task"), str) or not body["task"].strip():
             return error_response("invalid_body", 400)
         ok, effort = optional_choice(body, "effort", EFFORT_TIERS)
@@ -62,7 +62,7 @@ def queue_blueprint(service: Service) -> Blueprint:
 
     @queue.patch("/api/queue/<item_id>")
     async def patch_queue(item_id: str) -> Response:
-        body = await read_body()
+        body = await read_body(service.redactor)
         if body is None:
             return error_response("invalid_body", 400)
         try:
@@ -82,7 +82,7 @@ def queue_blueprint(service: Service) -> Blueprint:
 
     @queue.post("/api/queue/<item_id>/answer")
     async def answer_queue(item_id: str) -> Response:
-        body = await read_body()
+        body = await read_body(service.redactor)
         if body is None or not isinstance(body.get("answer"), str):
             return error_response("invalid_body", 400)
         return await apply(q.Answer(item_id, body["answer"]))

@@ -32,7 +32,7 @@ def runs_blueprint(service: Service, indexes: RunIndexes, folders: RunFolders) -
 
     @runs.post("/api/runs")
     async def post_run() -> Response:
-        body = await read_body()
+        body = await read_body(service.redactor)
         if body is None or not isinstance(body.get("task"), str) or not body["task"].strip():
             return error_response("invalid_body", 400)
         ok_effort, effort = optional_choice(body, "effort", EFFORT_TIERS)
@@ -88,7 +88,7 @@ def runs_blueprint(service: Service, indexes: RunIndexes, folders: RunFolders) -
 
     @runs.post("/api/runs/<run_id>/interrupt")
     async def post_interrupt(run_id: str) -> Response:
-        body = await read_body()
+        body = await read_body(service.redactor)
         kind, message = (body or {}).get("kind"), (body or {}).get("message")
         if (
             body is None
