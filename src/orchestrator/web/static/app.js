@@ -5,6 +5,7 @@
 import { createApi, seg } from "./api.js";
 import { createCompose } from "./compose.js";
 import { h } from "./dom.js";
+import { createFlowPoll } from "./flowdelta.js";
 import { createHistory } from "./history.js";
 import { createInbox } from "./inbox.js";
 import { loadOptional, optional, tiers } from "./optional.js";
@@ -56,6 +57,7 @@ const state = {
 
 let queueVersion = 0;
 const api = createApi({ onReachable: setReachable });
+const flowPoll = createFlowPoll((path) => api.get(path)); // the watched run's model by deltas (?since=)
 
 const app = {
   api,
@@ -202,7 +204,7 @@ async function pollRun() {
   try {
     const [view, flow] = await Promise.all([
       api.get(`/api/runs/${seg(runId)}`),
-      api.get(`/api/runs/${seg(runId)}/flow${state.wholeFlow.has(runId) ? "?window=all" : ""}`),
+      flowPoll.poll(`/api/runs/${seg(runId)}/flow${state.wholeFlow.has(runId) ? "?window=all" : ""}`),
     ]);
     if (runId !== watchedRunId()) return; // the selection moved while we waited
     state.runView = view;
