@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from quart import Blueprint, Response
+from quart import Blueprint, Response, request
 
 from orchestrator.engine.runfolder import RunIdCollision, read_meta
 from orchestrator.engine.runner import Continuation, InvalidContinuation, continuation_briefing
@@ -71,6 +71,8 @@ def runs_blueprint(service: Service, indexes: RunIndexes, folders: RunFolders) -
             interrupt_pending=active is not None and active.run_id == run_id and active.controls.pending,
             now=datetime.now(UTC),
         )
+        if request.args.get("recent") == "0":  # the live poll of a page that does not show the recent log
+            answer["recentLog"] = []
         return conditional_json(answer)
 
     @runs.get("/api/runs/<run_id>")

@@ -203,7 +203,8 @@ async function pollRun() {
   }
   try {
     const [view, flow] = await Promise.all([
-      api.get(`/api/runs/${seg(runId)}`),
+      // the run view does not show the recent log (only the fallback view does): ~23 KB a poll saved
+      api.get(`/api/runs/${seg(runId)}${optional().runview ? "?recent=0" : ""}`),
       flowPoll.poll(`/api/runs/${seg(runId)}/flow${state.wholeFlow.has(runId) ? "?window=all" : ""}`),
     ]);
     if (runId !== watchedRunId()) return; // the selection moved while we waited
