@@ -49,12 +49,15 @@ function keepOrder(parent, nodes) {
   }
 }
 
-/** "1.2 s · 3.4k tok · 5 tools": a finished instance's subtitle in the whole-tree picture. */
-function treeSubtitle(node) {
-  const parts = [preciseDuration(node.durationMs)];
+/** "✖ 1.2 s · 3.4k tok · 5 tools": a finished instance's subtitle in the whole-tree picture, cut by whole
+ * parts to what a node's width holds (the node's title has it all). */
+function treeSubtitle(node, failed, room = 22) {
+  const parts = [`${failed ? "✖ " : ""}${preciseDuration(node.durationMs)}`];
   if (node.tokens) parts.push(`${compact(node.tokens)} tok`);
   if (node.toolCalls) parts.push(`${node.toolCalls} tool${node.toolCalls === 1 ? "" : "s"}`);
-  return parts.join(" · ");
+  const full = parts.join(" · ");
+  while (parts.length > 1 && parts.join(" · ").length > room) parts.pop();
+  return { short: parts.join(" · "), full };
 }
 
 /**
@@ -315,10 +318,10 @@ export function createFlowGraph(container, { labels, onNode, onOp, onInstance = 
       const n = multi ? ` #${number}` : "";
       const name = labels.participant({ kind: "role", role: node.role, id: `role:${node.role}:${number}` }, tier);
       setText(group.children[1], `${truncate(name, 19 - n.length)}${n}`);
-      const sub = `${failed ? "✖ " : ""}${treeSubtitle(node)}`;
-      setText(group.children[2], truncate(sub, 26));
+      const sub = treeSubtitle(node, failed);
+      setText(group.children[2], sub.short);
       const outcome = failed ? `failed${node.note && node.note !== "failed" ? ` (${node.note})` : ""}` : node.status;
-      setText(group.children[3], `${name}${n} (${node.instanceId}): ${outcome}\n${sub}`);
+      setText(group.children[3], `${name}${n} (${node.instanceId}): ${outcome}\n${sub.full}`);
       order.push(group);
     }
     return { width: indented ? left + maxCol * step + NODE_W + 12 : LEFT + (maxCol + 1) * (NODE_W + GAP_X), height };
