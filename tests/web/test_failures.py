@@ -82,9 +82,9 @@ def test_the_shell_stops_redownloading_a_finished_run(ui_service: UiService, pag
 
     def seen(response: Any) -> None:
         path = response.url.split("://", 1)[-1].split("/", 1)[-1]
-        if path == base.lstrip("/"):
+        if path == f"{base.lstrip('/')}?recent=0":  # the shell's run view poll (issue 26: no recentLog)
             statuses["view"].append(response.status)
-        elif path.startswith(f"{base.lstrip('/')}/flow"):
+        elif path.startswith(f"{base.lstrip('/')}/flow?since="):  # issue 26: the delta poll
             statuses["flow"].append(response.status)
 
     page.on("response", seen)
@@ -92,9 +92,9 @@ def test_the_shell_stops_redownloading_a_finished_run(ui_service: UiService, pag
     expect(page.get_by_test_id("run-status")).to_have_text("Done")
     # The shell polls every second: wait (on the page's own requests) for repeated polls of each answer.
     page.wait_for_function(
-        "() => performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/flow')).length >= 3"
+        "() => performance.getEntriesByType('resource').filter((e) => e.name.includes('/flow?since=')).length >= 4"
     )
-    for kind in ("view", "flow"):
-        assert statuses[kind][0] == 200, statuses
-        assert statuses[kind][1:] and set(statuses[kind][1:]) == {304}, statuses
+    assert statuses["view"][0] == 200 and statuses["view"][1:] and set(statuses["view"][1:]) == {304}, statuses
+    # the flow: the full answer, one (tiny) delta against its cursor, then that same delta's 304 every poll
+    assert statuses["flow"][:2] == [200, 200] and set(statuses["flow"][2:]) == {304}, statuses
     expect(page.get_by_test_id("run-status")).to_have_text("Done")  # still drawn from the kept answer

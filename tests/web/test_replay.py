@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -59,7 +60,10 @@ def test_replay_scrubs_a_finished_run_back_to_its_live_chain(ui_service: UiServi
     scrubber.press("ArrowRight")
     # operation 2: the lead has just delegated, so the coder is in flight on the main stack
     expect(caption).to_contain_text(f"Replay · operation 2 of {total}")
-    expect(status).to_have_text("Running")
+    # issue 26: the badge says it is a replay (no "Running" under the header's "Done"); its title says how
+    # the run was then
+    expect(status).to_have_text("Replay")
+    expect(status).to_have_attribute("title", re.compile(r"was: Running$"))
     expect(graph.locator('.fg-node.active[data-pid="role:coder:1"]')).to_have_count(1)
     expect(graph.locator('.fg-edge.in-flight[data-op="op-2"]')).to_have_count(1)
     expect(page.get_by_test_id("replay-position")).to_contain_text(f"Operation 2 of {total} · Lead")
@@ -82,8 +86,9 @@ def test_replay_scrubs_a_finished_run_back_to_its_live_chain(ui_service: UiServi
     page.get_by_test_id("replay-play").click()
     expect(caption).to_contain_text(f"Replay · operation {total} of {total}")
     expect(page.get_by_test_id("replay-play")).to_have_text("Play")  # it stops at the end
-    expect(status).to_have_text("Done")
-    expect(page.get_by_test_id("call-tree")).to_be_hidden()  # it tells the run now, not at an operation
+    expect(status).to_have_attribute("title", re.compile(r"was: Done$"))
+    expect(graph).to_have_attribute("data-picture", "tree")  # issue 26: the end is the whole tree as it ran
+    expect(page.get_by_test_id("call-tree")).to_be_visible()  # issue 26: it stays, the frame's moment marked
     shots.save(page, "replay-end")
     page.set_viewport_size({"width": 1024, "height": 700})  # the bar wraps; every control stays on screen
     for control in ("replay-back", "replay-play", "replay-forward", "replay-scrubber", "replay-speed", "replay-exit"):
@@ -105,7 +110,7 @@ def test_replay_scrubs_a_finished_run_back_to_its_live_chain(ui_service: UiServi
     expect(page.get_by_test_id("replay-play")).to_have_text("Play")
     page.get_by_test_id("replay-scrubber").press("Home")
     expect(caption).to_contain_text(f"Replay · operation 1 of {total}")
-    expect(status).to_have_text("Running")
+    expect(status).to_have_attribute("title", re.compile(r"was: Running$"))
 
 
 def test_a_live_run_rewinds_and_goes_back_to_live(ui_service: UiService, page: Any, shots: Shots) -> None:
@@ -142,7 +147,7 @@ def test_a_live_run_rewinds_and_goes_back_to_live(ui_service: UiService, page: A
     ui_service.run_status(run_id, "success")
     # the polls move the scrubber's end, not the frame
     expect(caption).to_contain_text("Replay · operation 1 of 8")
-    expect(page.get_by_test_id("run-status")).to_have_text("Running")
+    expect(page.get_by_test_id("run-status")).to_have_attribute("title", re.compile(r"was: Running$"))
     expect(graph.locator('[data-pid="role:coder:1"]')).to_have_count(0)
     shots.save(page, "replay-live-rewound")
     page.get_by_test_id("replay-exit").click()

@@ -78,7 +78,9 @@ def test_a_live_run_in_the_flow_and_sequence_views_and_the_inspector(
     expect(page.get_by_test_id("now-caption")).to_have_text("Done")
     expect(types).to_contain_text("Shell")  # the graph grew a tool type ...
     assert _ops(page) > ops_paused  # ... and operations
-    expect(graph.locator(".fg-node")).to_have_count(1)  # every call returned: only the operator is left
+    # every call returned: issue 26, the graph draws the whole role tree as it ran (operator, lead, coder)
+    expect(graph).to_have_attribute("data-picture", "tree")
+    expect(graph.locator(".fg-node")).to_have_count(3)
     expect(graph.locator(".fg-edge.anim")).to_have_count(0)
     shots.save(page, "runview-flow-done")
 

@@ -222,6 +222,9 @@ class FlowState:
         self.live: dict[int, CallRecord | ReturnRecord] = {}
         #: per operation position, the log index of the event carrying its detail body (-1: none)
         self.details = array("q")
+        #: per operation position, ``events`` when its wire form became final (-1 while live): a delta
+        #: answer (``flow/delta.py``) resends an operation that froze after the client's cursor
+        self.frozen_at = array("q")
         main = Frame(MAIN_STACK, ROOT_ID)
         #: the stack of stacks, main at the bottom; only the top one receives new operations
         self.frames: list[Frame] = [main]
@@ -257,6 +260,7 @@ class FlowState:
     def add_live(self, record: CallRecord | ReturnRecord, frame: Frame, detail: int) -> None:
         self.operations.append(None)
         self.details.append(detail)
+        self.frozen_at.append(-1)
         self.live[record.position] = record
         frame.op_count += 1
         self.last_stack = frame.id
@@ -264,6 +268,7 @@ class FlowState:
     def add_frozen(self, operation: Operation, frame: Frame, detail: int) -> None:
         self.operations.append(operation)
         self.details.append(detail)
+        self.frozen_at.append(self.events)
         frame.op_count += 1
         self.last_stack = frame.id
 
@@ -271,6 +276,7 @@ class FlowState:
         """Close a call at ``at`` (its return, an abandonment or a terminate): its form is now final."""
         record.returned_at = at
         self.operations[record.position] = record.operation(True, at, None)
+        self.frozen_at[record.position] = self.events
         self.live.pop(record.position, None)
 
     def supersede(self, record: ReturnRecord | None, at: str) -> None:
@@ -279,4 +285,5 @@ class FlowState:
             return
         record.superseded_at = at
         self.operations[record.position] = record.operation(True)
+        self.frozen_at[record.position] = self.events
         self.live.pop(record.position, None)

@@ -9,6 +9,7 @@ detail functions take in place of an in-memory list.
 
 from __future__ import annotations
 
+import secrets
 from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ import trio
 from orchestrator.flow import FlowState, InteractionModel, finalize, fold, operation_details
 from orchestrator.flow.calltree import CallTree, TreeState, Waterfall, call_tree, fold_tree, totals, waterfall
 from orchestrator.flow.contexttrack import ContextState, fold_context
+from orchestrator.flow.delta import flow_answer
 from orchestrator.flow.details import operation_log_index
 from orchestrator.flow.search import SearchState, index_event
 from orchestrator.runlog.reader import decode_line
@@ -44,6 +46,8 @@ class RunIndex(Sequence[dict[str, Any]]):
     def _reset(self) -> None:
         self.aggregate = RunAggregate()
         self.flow = FlowState()
+        #: names this fold state in ``/flow?since=`` cursors (``flow/delta.py``): new on every re-read
+        self.generation = secrets.token_hex(4)
         self.tree = TreeState()
         self.context = ContextState()
         self._starts = array("q")
@@ -155,6 +159,12 @@ class RunIndex(Sequence[dict[str, Any]]):
     def model(self, meta_status: str | None, now: str, *, window: int | None = None) -> InteractionModel:
         model = finalize(self.flow, meta_status, now, window=window)
         return msgspec.structs.replace(model, totals=totals(self.tree))
+
+    def flow_answer(
+        self, meta_status: str | None, now: str, since: str, *, window: int | None = None
+    ) -> dict[str, Any]:
+        """``model`` as a ``?since=`` answer: a delta against the cursor ``since`` when it fits, else full."""
+        return flow_answer(self.flow, self.model(meta_status, now, window=window), self.generation, since)
 
     def call_tree(self, meta_status: str | None, now: str) -> CallTree:
         return call_tree(self.tree, meta_status, now)

@@ -70,3 +70,39 @@ async def test_tree_timeline_and_conditional_gets_of_a_finished_run(tmp_path: Pa
         for path in ("tree", "timeline"):
             missing = await get(f"/api/runs/run-20000101-000000/{path}")
             assert (missing[0], json.loads(missing[1])) == (404, {"ok": False, "error": "not_found"})
+
+
+async def test_flow_since_answers_full_then_deltas_and_the_run_view_can_leave_out_its_recent_log(
+    tmp_path: Path,
+) -> None:
+    """Issue 26, item 9: ``?since=`` (empty) is the full model plus a cursor; the cursor back gets a delta
+    with nothing new (a finished run: only its lingering final return), a 304 once held; a stale or
+    foreign cursor the full model again; ``GET /api/runs/:id?recent=0`` answers ``recentLog: []``."""
+    run_id = await engine_run(tmp_path, SCRIPT, ROLES)
+    async with inprocess_app(tmp_path) as (_, client):
+
+        async def get(path: str, **headers: str) -> tuple[int, Any, dict[str, str]]:
+            response = await client.get(path, headers={**BEARER, **headers})
+            data = await response.get_data()
+            return response.status_code, json.loads(data) if data else None, dict(response.headers)
+
+        base = f"/api/runs/{run_id}"
+        _, plain, _ = await get(f"{base}/flow")
+        status, full, _ = await get(f"{base}/flow?since=")
+        assert status == 200 and full["delta"] is False and full["since"] is None
+        assert len(full["participantPositions"]) == len(full["participants"])
+        assert {k: v for k, v in full.items() if k not in ("cursor", "delta", "since", "participantPositions")} == plain
+        status, delta, headers = await get(f"{base}/flow?since={full['cursor']}")
+        assert status == 200 and delta["delta"] is True and delta["since"] == full["cursor"]
+        assert delta["cursor"] == full["cursor"]  # nothing new: only what is still live (the final return)
+        assert [op["id"] for op in delta["operations"]] == [f"op-{p + 1}" for p in delta["livePositions"]]
+        assert len(delta["operations"]) <= 1
+        assert delta["windowStart"] == 0 and delta["operationsTotal"] == plain["operationsTotal"]
+        again = await get(f"{base}/flow?since={full['cursor']}", **{"if-none-match": headers["etag"]})
+        assert again[0] == 304
+        for stale in ("x", "abc.1.2.3", full["cursor"].split(".")[0] + ".999999.0.0"):
+            status, answer, _ = await get(f"{base}/flow?since={stale}")
+            assert status == 200 and answer["delta"] is False, stale
+        status, view, _ = await get(f"{base}?recent=0")
+        assert status == 200 and view["recentLog"] == []
+        assert (await get(base))[1]["recentLog"]

@@ -1,5 +1,6 @@
 """What one run's log says, derived: ``/log`` (the event window, one event's detail, the text export),
-``/flow`` (the operation model, the latest run's at ``/api/run/flow``), ``/tree`` and ``/timeline``.
+``/flow`` (the operation model, the latest run's at ``/api/run/flow``; ``?since=<cursor>`` answers only
+what changed since that cursor, ``flow/delta.py``), ``/tree`` and ``/timeline``.
 
 Every answer but the text export and an operation's details is conditional JSON (``ETag`` /
 ``If-None-Match`` → ``304``).
@@ -80,7 +81,11 @@ def rundetail_blueprint(service: Service, indexes: RunIndexes, folders: RunFolde
                 return error_response("not_found", 404)
         meta = read_meta(folders.folder(run_id))
         window = flow_window(request.args.get("window"))
-        return conditional_json(index.model(meta.status if meta else None, utc_timestamp(), window=window))
+        status = meta.status if meta else None
+        since = request.args.get("since")
+        if since is not None:  # the live poll: only what changed since the client's cursor (flow/delta.py)
+            return conditional_json(index.flow_answer(status, utc_timestamp(), since, window=window))
+        return conditional_json(index.model(status, utc_timestamp(), window=window))
 
     @detail.get("/api/runs/<run_id>/flow")
     async def get_flow(run_id: str) -> Response:

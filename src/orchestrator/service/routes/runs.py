@@ -73,6 +73,8 @@ def runs_blueprint(service: Service, indexes: RunIndexes, folders: RunFolders) -
             interrupt_pending=active is not None and active.run_id == run_id and active.controls.pending,
             now=datetime.now(UTC),
         )
+        if request.args.get("recent") == "0":  # the live poll of a page that does not show the recent log
+            answer["recentLog"] = []
         return conditional_json(answer)
 
     @runs.get("/api/runs/<run_id>")

@@ -5,6 +5,7 @@
 import { createApi, errorMessage, seg } from "./api.js";
 import { createCompose, submitTask } from "./compose.js";
 import { h } from "./dom.js";
+import { createFlowPoll } from "./flowdelta.js";
 import { createHistory } from "./history.js";
 import { createInbox } from "./inbox.js";
 import { loadOptional, optional, tiers } from "./optional.js";
@@ -56,6 +57,7 @@ const state = {
 
 let queueVersion = 0;
 const api = createApi({ onReachable: setReachable });
+const flowPoll = createFlowPoll((path) => api.get(path)); // the watched run's model by deltas (?since=)
 
 const app = {
   api,
@@ -217,8 +219,9 @@ async function pollRun() {
   }
   try {
     const [view, flow] = await Promise.all([
-      api.get(`/api/runs/${seg(runId)}`),
-      api.get(`/api/runs/${seg(runId)}/flow${state.wholeFlow.has(runId) ? "?window=all" : ""}`),
+      // the run view does not show the recent log (only the fallback view does): ~23 KB a poll saved
+      api.get(`/api/runs/${seg(runId)}${optional().runview ? "?recent=0" : ""}`),
+      flowPoll.poll(`/api/runs/${seg(runId)}/flow${state.wholeFlow.has(runId) ? "?window=all" : ""}`),
     ]);
     if (runId !== watchedRunId()) return; // the selection moved while we waited
     state.runView = view;

@@ -16,7 +16,11 @@
 // Public interface:
 //   createCallTree(container, {labels, onInstance(instanceId, role)}) ->
 //     {update({tree, timeline, context}, {tier, live}), setActive(instanceId|null), rerender(tier),
-//      clear(), destroy(), el}
+//      setCursor(epochMs|null), clear(), destroy(), el}
+//
+// The finished form has a legend (the waterfall's colours, the slowest path's outline — never the failure
+// colour — and what the context column's track and % say). During a replay `setCursor` marks the frame's
+// moment on every bar and dims the instances that had not started yet.
 
 import { contextSignature, contextSummary, drawContextTrack } from "./contexttrack.js";
 import { compact, el, ensureStylesheet, setAttr, setClass, setText } from "./rvdom.js";
@@ -76,7 +80,10 @@ function createRow(onKey) {
   button.dataset.testid = "call-tree-row";
   button.setAttribute("role", "treeitem");
   button.addEventListener("keydown", onKey);
-  return { button, label, num, status, dur, cost, ctx, bar, segs, sig: "", ctxSig: null, running: false, base: 0 };
+  const cursor = el("span", "ct-cursor");
+  cursor.hidden = true;
+  bar.appendChild(cursor);
+  return { button, label, num, status, dur, cost, ctx, bar, segs, cursor, sig: "", ctxSig: null, running: false, base: 0, start: null };
 }
 
 export function createCallTree(container, { labels, onInstance }) {
@@ -92,7 +99,23 @@ export function createCallTree(container, { labels, onInstance }) {
   axis.setAttribute("aria-hidden", "true");
   const list = el("div", "ct-list");
   list.setAttribute("role", "tree");
-  root.append(head, axis, list);
+  const legend = el("div", "ct-legend");
+  legend.dataset.testid = "call-tree-legend";
+  const swatch = (cls, text, title) => {
+    const item = el("span", "ct-key", el("span", `ct-swatch ${cls}`), text);
+    item.title = title;
+    return item;
+  };
+  legend.append(
+    swatch("ct-model", "model", "time waiting for the model"),
+    swatch("ct-tool", "tool", "time in tool calls"),
+    swatch("ct-human", "human", "time waiting for a human answer"),
+    swatch("ct-other", "other", "the rest: between turns, in the engine"),
+    swatch("ct-slow", "slowest path", "root to leaf, at each level the child that took longest (bold durations)"),
+    swatch("ct-ctxkey", "context: prompt tokens vs budget, peak %",
+      "the track: the instance's prompt tokens over its life; solid line: the context budget; dashed: the pressure threshold; the % is the peak prompt as a share of the budget"),
+  );
+  root.append(head, legend, axis, list);
   root.hidden = true;
   container.appendChild(root);
 
@@ -103,6 +126,16 @@ export function createCallTree(container, { labels, onInstance }) {
   let fetchedAt = 0;
   let timer = 0;
   let axisKey = "";
+  let cursorAt = null;
+  let axisStart = 0;
+  let axisTotal = 0;
+
+  const resized = typeof ResizeObserver === "function"
+    ? new ResizeObserver(() => {
+        if (last && !last[1].live) drawAxis(axisTotal, false);
+      })
+    : null;
+  if (resized) resized.observe(axisTicks);
 
   list.addEventListener("click", (event) => {
     const row = event.target.closest("[data-instance]");
@@ -203,12 +236,14 @@ export function createCallTree(container, { labels, onInstance }) {
   }
 
   function drawAxis(total, live) {
-    const key = live ? "live" : String(total);
+    // as many ticks as the axis is wide (about one per 80 px), so labels never overlap on a phone
+    const most = Math.max(1, Math.min(5, Math.floor((axisTicks.clientWidth || 400) / 80)));
+    const key = live ? "live" : `${total}|${most}`;
     if (key === axisKey) return;
     axisKey = key;
     axis.hidden = live || !total;
     if (axis.hidden) return;
-    axisTicks.replaceChildren(...ticks(total).map((t) => {
+    axisTicks.replaceChildren(...ticks(total, most).map((t) => {
       const label = el("span", "ct-tick", tickLabel(t));
       label.style.left = `${((100 * t) / Math.max(1, total)).toFixed(3)}%`;
       return label;
@@ -247,6 +282,8 @@ export function createCallTree(container, { labels, onInstance }) {
         rows.set(id, r);
       }
       drawRow(r, node, waterfall.get(id), tracks.get(id), numbers.get(id), threshold);
+      const started = Date.parse(node.startedAt);
+      r.start = Number.isFinite(started) ? started : null;
       drawBar(r, waterfall.get(id), total);
       order.push(r.button);
       for (const child of node.children) walk(child);
@@ -260,6 +297,22 @@ export function createCallTree(container, { labels, onInstance }) {
     }
     place(order);
     setTimer(Boolean(live) && running > 0);
+    axisStart = timeline ? timeline.startedAtMs : 0;
+    axisTotal = total;
+    legend.hidden = Boolean(live) || !total;
+    drawCursor();
+  }
+
+  /** The replay's moment on every bar; instances not started by then are dimmed. */
+  function drawCursor() {
+    const on = cursorAt !== null && axisTotal > 0;
+    const left = on ? Math.min(100, Math.max(0, (100 * (cursorAt - axisStart)) / axisTotal)) : 0;
+    setClass(root, "replaying", cursorAt !== null);
+    for (const r of rows.values()) {
+      r.cursor.hidden = !on;
+      if (on) width(r.cursor, left); // a zero-width line placed by its width … see .ct-cursor
+      setClass(r.button, "future", cursorAt !== null && r.start !== null && r.start > cursorAt);
+    }
   }
 
   return {
@@ -270,6 +323,13 @@ export function createCallTree(container, { labels, onInstance }) {
       tier = nextTier || tier;
       fetchedAt = performance.now();
       render(last[0], last[1]);
+    },
+    /** Mark a replay frame's moment (ms since the epoch), or clear it (null). */
+    setCursor(at) {
+      const next = Number.isFinite(at) ? at : null;
+      if (next === cursorAt) return;
+      cursorAt = next;
+      drawCursor();
     },
     /** Highlight the instance whose turn is in flight (null: none). */
     setActive(instanceId) {
@@ -294,6 +354,7 @@ export function createCallTree(container, { labels, onInstance }) {
     },
     destroy() {
       setTimer(false);
+      if (resized) resized.disconnect();
       root.remove();
     },
   };

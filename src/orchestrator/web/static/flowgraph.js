@@ -4,9 +4,15 @@
 // observe/terminate lines crossing into the paused row they inspect. A call/return line animates iff it
 // is in flight and its stack is not paused (projection.js); the active participant pulses.
 //
-//   createFlowGraph(container, {labels, onNode(pid, stackId), onOp(opId)}) -> {
-//     update(model, {tier, sig?, partialAt, partialBox, typeInfo(type) -> string|null, extraKey?}),
+//   createFlowGraph(container, {labels, onNode(pid, stackId), onOp(opId), onInstance?(instanceId, role)}) -> {
+//     update(model, {tier, sig?, partialAt, partialBox, typeInfo(type) -> string|null, extraKey?, tree?}),
 //     invalidate(), destroy() }
+//
+// A finished run has no open call left, so its stacks would draw only the operator. Given `tree` (the
+// run's GET /tree answer), the graph draws the whole role tree as it ran instead: the operator, then every
+// role instance right of the instance that delegated to it (a first child on its parent's line, later
+// siblings on lines below), numbered, with its outcome (a failed instance and the edge into it in the
+// failure colour), duration, tokens and tool calls; a node opens that instance (onInstance).
 //
 // Rendering is keyed: nodes by stack|participant, edges by operation id; a frame only touches what
 // changed, and `update` with the same model and options returns at once. A role that ran more than once
@@ -24,6 +30,9 @@ const ROW_H = 92;
 const LEFT = 104;
 const TOP = 14;
 const PARTIAL_H = 132;
+const TREE_ROW = NODE_H + 20;
+const INDENT = 26; // a narrow pane's tree: one instance per line, indented by depth
+const NARROW = 560; // px of pane below which the whole tree is drawn indented
 
 function truncate(text, max) {
   const s = String(text || "");
@@ -40,7 +49,53 @@ function keepOrder(parent, nodes) {
   }
 }
 
-export function createFlowGraph(container, { labels, onNode, onOp }) {
+/** "✖ 1.2 s · 3.4k tok · 5 tools": a finished instance's subtitle in the whole-tree picture, cut by whole
+ * parts to what a node's width holds (the node's title has it all). */
+function treeSubtitle(node, failed, room = 22) {
+  const parts = [`${failed ? "✖ " : ""}${preciseDuration(node.durationMs)}`];
+  if (node.tokens) parts.push(`${compact(node.tokens)} tok`);
+  if (node.toolCalls) parts.push(`${node.toolCalls} tool${node.toolCalls === 1 ? "" : "s"}`);
+  const full = parts.join(" · ");
+  while (parts.length > 1 && parts.join(" · ").length > room) parts.pop();
+  return { short: parts.join(" · "), full };
+}
+
+/**
+ * The whole role tree as it ran, laid out (pure): `[{node, number, col, row}]` in pre-order (the picture's
+ * order: row by row, left to right) and the number of rows. A first child shares its parent's row, each
+ * later sibling starts a new row; column = depth + 1 (column 0 is the operator). `indented`: every
+ * instance on a row of its own (a phone's layout), the operator alone on row 0.
+ */
+export function treeLayout(tree, indented = false) {
+  const byId = new Map(tree.nodes.map((n) => [n.instanceId, n]));
+  const counts = new Map();
+  const numbers = new Map();
+  for (const n of tree.nodes) {
+    const k = (counts.get(n.role) || 0) + 1;
+    counts.set(n.role, k);
+    numbers.set(n.instanceId, k);
+  }
+  const placed = [];
+  const seen = new Set();
+  let rows = 0;
+  const walk = (id, col, row, parent) => {
+    const node = byId.get(id);
+    if (!node || seen.has(id)) return row;
+    seen.add(id);
+    placed.push({ node, number: numbers.get(id), multi: counts.get(node.role) > 1, col, row, parent });
+    rows = Math.max(rows, row + 1);
+    let next = row;
+    node.children.forEach((child, i) => {
+      next = walk(child, col + 1, i === 0 && !indented ? row : next + 1, id);
+    });
+    return Math.max(row, next);
+  };
+  let row = indented ? 1 : 0;
+  for (const id of tree.roots) row = walk(id, 1, row, null) + 1;
+  return { placed, rows: Math.max(rows, 1) };
+}
+
+export function createFlowGraph(container, { labels, onNode, onOp, onInstance = null }) {
   const strip = el("div", "fg-types");
   strip.dataset.testid = "flow-types";
   const stage = el("div", "fg-stage");
@@ -62,11 +117,24 @@ export function createFlowGraph(container, { labels, onNode, onOp }) {
   let gen = 0;
   let lastKey = "";
   let order = []; // this frame's nodes and edges in the picture's order (one layer: their Tab order)
+  let narrow = false; // the pane is phone-narrow: the whole tree is drawn indented
+  let lastArgs = null;
+  const resized = typeof ResizeObserver === "function"
+    ? new ResizeObserver(() => {
+        const now = stage.clientWidth > 0 && stage.clientWidth < NARROW;
+        if (now === narrow || !lastArgs) return;
+        lastKey = "";
+        update(...lastArgs);
+      })
+    : null;
+  if (resized) resized.observe(stage);
 
   function click(event) {
-    const target = event.target.closest("[data-op],[data-pid]");
+    const target = event.target.closest("[data-op],[data-pid],[data-instance]");
     if (!target) return;
-    if (target.dataset.op) onOp(target.dataset.op);
+    if (target.dataset.instance) {
+      if (onInstance) onInstance(target.dataset.instance, target.dataset.role);
+    } else if (target.dataset.op) onOp(target.dataset.op);
     else onNode(target.dataset.pid, target.dataset.stack);
   }
   canvas.addEventListener("click", click);
@@ -184,9 +252,86 @@ export function createFlowGraph(container, { labels, onNode, onOp }) {
     return parts.join(" · ");
   }
 
+  /** The finished run's whole role tree (see the header); returns the picture's width and height. */
+  function drawWholeTree(tree, model, proj, tier, g) {
+    const indented = narrow;
+    const { placed, rows } = treeLayout(tree, indented);
+    const left = indented ? 10 : LEFT;
+    const step = indented ? INDENT : NODE_W + GAP_X;
+    const row = keyedChild(layers.rows, maps.rows, "tree", g, () => {
+      const gEl = svg("g", { class: "fg-row" });
+      gEl.append(svg("rect", { x: 0, rx: 10 }), svg("text", { x: 12, class: "fg-row-label" }), svg("text", { x: 12, class: "fg-row-state" }));
+      return gEl;
+    });
+    setClassName(row, "fg-row whole-tree");
+    setText(row.children[1], indented ? "" : "As it ran");
+    setText(row.children[2], indented ? "" : `${tree.nodes.length} instance${tree.nodes.length === 1 ? "" : "s"}`);
+    const height = TOP + rows * TREE_ROW + 12;
+    setAttr(row.children[0], "y", 4);
+    setAttr(row.children[0], "height", height - 8);
+    setAttr(row.children[1], "y", 24);
+    setAttr(row.children[2], "y", 42);
+    const stack = { id: "tree" };
+    const yOf = (r) => TOP + 10 + r * TREE_ROW;
+    const operator = nodeAt(stack, "human:root", 0, yOf(0), model, proj, tier, g, {});
+    if (indented) {
+      operator.x = left;
+      setAttr(order[order.length - 1], "transform", `translate(${left},${yOf(0)})`);
+    }
+    const at = new Map();
+    let maxCol = 0;
+    for (const spot of placed) {
+      const { node, number, multi, col, row: r } = spot;
+      const x = left + col * step;
+      const y = yOf(r);
+      maxCol = Math.max(maxCol, col);
+      at.set(node.instanceId, { x, y });
+      const from = spot.parent ? at.get(spot.parent) : operator;
+      const failed = node.severity === "fail" || node.status === "error";
+      const link = keyedChild(layers.nodes, maps.edges, `tree|${node.instanceId}`, g, () => {
+        const gEl = svg("g", { class: "fg-edge" });
+        gEl.append(svg("path", { class: "fg-hit" }), svg("path", { class: "fg-line" }));
+        return gEl;
+      });
+      const x1 = from.x + NODE_W;
+      const y1 = from.y + NODE_H / 2;
+      const y2 = y + NODE_H / 2;
+      const d = indented
+        ? `M${from.x + 12},${from.y + NODE_H} V${y2} L${x},${y2}`
+        : y1 === y2 ? `M${x1},${y1} L${x},${y2}` : `M${x1 - 12},${from.y + NODE_H} V${y2} L${x},${y2}`;
+      setAttr(link.children[0], "d", d);
+      setAttr(link.children[1], "d", d);
+      setAttr(link.children[1], "marker-end", `url(#${failed ? "fg-arrow-err" : "fg-arrow"})`);
+      setClassName(link, `fg-edge call tree-edge${failed ? " err" : ""}`);
+      order.push(link);
+      const group = keyedChild(layers.nodes, maps.nodes, `tree|${node.instanceId}`, g, () => {
+        const gEl = svg("g", { class: "fg-node", tabindex: 0, role: "button" });
+        gEl.append(svg("rect", { width: NODE_W, height: NODE_H, rx: 9 }), svg("text", { x: 10, y: 19, class: "fg-title" }), svg("text", { x: 10, y: 36, class: "fg-sub" }), svg("title"));
+        return gEl;
+      });
+      setAttr(group, "transform", `translate(${x},${y})`);
+      group.dataset.instance = node.instanceId;
+      group.dataset.role = node.role;
+      group.dataset.status = node.status;
+      group.dataset.testid = "flow-tree-node";
+      setClassName(group, `fg-node kind-role tree-node status-${node.status}${failed ? " failed" : ""}${node.failedBranch ? " failed-branch" : ""}`);
+      const n = multi ? ` #${number}` : "";
+      const name = labels.participant({ kind: "role", role: node.role, id: `role:${node.role}:${number}` }, tier);
+      setText(group.children[1], `${truncate(name, 19 - n.length)}${n}`);
+      const sub = treeSubtitle(node, failed);
+      setText(group.children[2], sub.short);
+      const outcome = failed ? `failed${node.note && node.note !== "failed" ? ` (${node.note})` : ""}` : node.status;
+      setText(group.children[3], `${name}${n} (${node.instanceId}): ${outcome}\n${sub.full}`);
+      order.push(group);
+    }
+    return { width: indented ? left + maxCol * step + NODE_W + 12 : LEFT + (maxCol + 1) * (NODE_W + GAP_X), height };
+  }
+
   function update(model, options) {
-    const { tier, partialAt = null, partialBox = null, typeInfo = null, extraKey = "" } = options;
-    const key = `${tier}|${partialAt}|${extraKey}|${options.sig ?? signature(model)}`;
+    const { tier, partialAt = null, partialBox = null, typeInfo = null, extraKey = "", tree = null } = options;
+    lastArgs = [model, options];
+    narrow = stage.clientWidth > 0 && stage.clientWidth < NARROW;
+    const key = `${tier}|${partialAt}|${extraKey}|${narrow}|${options.sig ?? signature(model)}`;
     if (key === lastKey) return;
     lastKey = key;
     gen += 1;
@@ -195,6 +340,21 @@ export function createFlowGraph(container, { labels, onNode, onOp }) {
     order = [];
     for (const t of proj.types) chip(t, tier, typeInfo, g);
     sweep(maps.chips, g);
+    canvas.dataset.picture = tree && tree.nodes.length ? "tree" : "stacks";
+    if (tree && tree.nodes.length) {
+      const { width, height } = drawWholeTree(tree, model, proj, tier, g);
+      sweep(maps.rows, g);
+      keepOrder(layers.nodes, order);
+      sweep(maps.nodes, g);
+      sweep(maps.edges, g);
+      sweep(maps.marks, g);
+      for (const rect of layers.rows.querySelectorAll("rect")) setAttr(rect, "width", width - 8);
+      setAttr(canvas, "width", width);
+      setAttr(canvas, "height", height);
+      setAttr(canvas, "viewBox", `0 0 ${width} ${height}`);
+      if (partialBox && partialBox.el.parentNode === stage) setClass(partialBox.el, "placed", false);
+      return;
+    }
 
     const placed = new Map(); // pid -> position (first row wins)
     let y = TOP;
@@ -286,6 +446,7 @@ export function createFlowGraph(container, { labels, onNode, onOp }) {
       lastKey = "";
     },
     destroy() {
+      if (resized) resized.disconnect();
       canvas.removeEventListener("click", click);
       strip.remove();
       stage.remove();

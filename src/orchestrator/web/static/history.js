@@ -94,7 +94,7 @@ export function createHistory(root, app) {
     const id = run.runId;
     const open = expanded.has(id);
     const line = plainLine(run.summary || run.task || id);
-    const shown = runStatus(run, app.state.queue);
+    const shown = runStatus(run, app.state.queue, app.state.questions);
     const when = startedAt(run.startTime);
     const took = runDuration(run);
     const main = h("a", {

@@ -121,7 +121,7 @@ function build(model) {
     activeOp: activeStack ? activeStack.last : null,
     paused: (id) => pausedSet.has(id),
     animates: (op) => op.lifecycle === "in_flight" && (op.kind === "call" || op.kind === "return") && !pausedSet.has(op.stack),
-    types: wholeRun(types, model.totals),
+    types: wholeRun(types, model.totals, openMs(stacks, byId)),
     ...roleInstances(model),
   };
 }
@@ -141,18 +141,35 @@ function roleInstances(model) {
   return { instances, multi };
 }
 
+/** Per type key, the time so far of its calls still open (each chain's calls have not returned). */
+function openMs(stacks, byId) {
+  const open = new Map();
+  for (const s of stacks.values()) {
+    if (s.dead) continue;
+    for (const op of s.chain) {
+      const key = typeKey(byId.get(op.destination));
+      const ms = op.metrics ? op.metrics.elapsedMs ?? (op.metrics.elapsedSeconds || 0) * 1000 : 0;
+      if (key && ms > 0) open.set(key, (open.get(key) || 0) + ms);
+    }
+  }
+  return open;
+}
+
 /**
  * The strip's types: the server's whole-run totals when the model carries them (a windowed model's own
  * operations would undercount a long run), each keeping the window's sample participant when it has one.
+ * The totals sum finished instances only, so a type's open calls add their time so far: a running role's
+ * chip counts up with its node instead of reading "0.000 s".
  */
-function wholeRun(types, totals) {
+function wholeRun(types, totals, open) {
   if (!Array.isArray(totals) || totals.length === 0) return [...types.values()];
   return totals.map((t) => {
     const seen = types.get(t.key);
     const sample = seen ? seen.sample : { id: `${t.key}:1`, role: t.name, kind: t.kind, instanceId: null };
+    const ms = t.ms + (open.get(t.key) || 0);
     return {
       key: t.key, kind: t.kind, role: t.name, sample, count: t.count, tokens: t.tokens,
-      cached: t.cachedPromptTokens, seconds: Math.round(t.ms / 1000), ms: t.ms, errors: t.errors,
+      cached: t.cachedPromptTokens, seconds: Math.round(ms / 1000), ms, errors: t.errors,
     };
   });
 }

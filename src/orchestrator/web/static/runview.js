@@ -36,6 +36,25 @@ import { createSearch } from "./search.js";
 import { statusWord } from "./status.js";
 import { createPartials } from "./stream.js";
 
+const LIVE = new Set(["running", "unknown", "needs_clarification"]);
+
+/** Milliseconds since the epoch of an ISO timestamp, or null. */
+function epochMs(text) {
+  const t = typeof text === "string" ? Date.parse(text) : NaN;
+  return Number.isFinite(t) ? t : null;
+}
+
+/** A replay frame's moment: when its newest operation happened (settled, else started). */
+function frameTime(frame) {
+  const ops = (frame && frame.operations) || [];
+  let best = null;
+  for (const op of ops) {
+    const at = op.startedAt;
+    if (typeof at === "string" && (best === null || at > best)) best = at;
+  }
+  return best;
+}
+
 /** participant id <-> log instance id, from the model (instanceId) and the run view's role tree. */
 export function instanceMaps(flow, runView) {
   const toInstance = new Map();
@@ -134,14 +153,14 @@ export function createRunView(root, ctx) {
 
   const partialBox = createPartialBox();
   const common = { labels, onOp: (id) => showOperation(id) };
-  const graph = createFlowGraph(flowPane, { ...common, onNode: (pid) => showParticipant(pid) });
+  const graph = createFlowGraph(flowPane, { ...common, onNode: (pid) => showParticipant(pid), onInstance: (id, role) => showInstance(id, role) });
   const sequence = createSequence(seqPane, { ...common, config: ctx.config, onColumn: (key) => showRole(key) });
   // The call tree (GET /tree + /timeline + /context), under the graph: compact while the run is live,
   // the whole picture (waterfall, time axis) once it finished and the graph is down to the operator.
   const treePane = el("div", "rv-tree");
   flowPane.appendChild(treePane);
   const callTree = createCallTree(treePane, { labels, onInstance: (id, role) => showInstance(id, role) });
-  const tree = { key: null, wanted: null, live: false, busy: false, timer: 0, at: -Infinity, dead: false };
+  const tree = { key: null, wanted: null, live: false, busy: false, timer: 0, at: -Infinity, dead: false, data: null };
   // Search and jump (search.js): the search box, n / p over the run's landmarks, focusOperation.
   const search = createSearch(searchHost, ctx, {
     getFlow: () => flow,
@@ -202,13 +221,21 @@ export function createRunView(root, ctx) {
    * Only for a run the server knows (render() was given its GET /api/runs/:id), not a model drawn alone. */
   function drawTree() {
     if (!runView) return;
-    const live = flow.status === "running" || flow.status === "unknown" || flow.status === "needs_clarification";
+    const now = polled || flow; // the run as it is now, also while a replay shows an earlier frame
+    const live = LIVE.has(now.status);
     const activity = live && runView ? runView.currentActivity : null;
     callTree.setActive(activity && activity.roleId ? activity.roleId : null);
     callTree.rerender(tier);
+    callTree.setCursor(replay.active ? epochMs(frameTime(flow)) : null);
     tree.live = live;
-    tree.wanted = `${flow.status}|${flow.operationsTotal}`;
+    tree.wanted = `${now.status}|${now.operationsTotal}`;
     if (tree.wanted !== tree.key) fetchTree();
+  }
+
+  /** The whole role tree for the flow graph: a finished run's (or its replay's last frame), once fetched. */
+  function wholeTree() {
+    if (!tree.data || tree.live || LIVE.has(flow.status) || tree.key === null || !tree.key.startsWith(`${flow.status}|`)) return null;
+    return tree.data;
   }
 
   function fetchTree() {
@@ -232,7 +259,9 @@ export function createRunView(root, ctx) {
         tree.busy = false;
         if (tree.dead) return;
         tree.key = key;
+        tree.data = calls && Array.isArray(calls.nodes) ? calls : null;
         callTree.update({ tree: calls, timeline, context: tracks }, { tier, live });
+        draw(); // the flow graph draws a finished run's whole tree from this answer
         if (tree.wanted !== tree.key) fetchTree();
       },
       () => {
@@ -282,7 +311,24 @@ export function createRunView(root, ctx) {
     partialBox.set(`${who} · live`, fresh);
   }
 
+  /** The cost strip of a replay frame: the run so far at that operation, from the frame's own totals. */
+  function drawFrameCost(frame) {
+    const totals = Array.isArray(frame.totals) ? frame.totals : [];
+    const sum = (kind, field) => totals.filter((t) => t.kind === kind).reduce((n, t) => n + (Number(t[field]) || 0), 0);
+    const start = epochMs(runView && runView.startTime);
+    const at = epochMs(frameTime(frame));
+    const elapsed = start !== null && at !== null ? Math.max(0, (at - start) / 1000) : null;
+    const parts = [
+      `Elapsed ${elapsed === null ? "—" : duration(elapsed)}`,
+      `${sum("tool", "count")} tool calls`,
+      `Tokens ${compact(sum("role", "tokens"))} · ${compact(sum("role", "cachedPromptTokens"))} cached`,
+    ];
+    setText(cost, `At this operation: ${parts.join("   ·   ")}`);
+    cost.dataset.source = "frame";
+  }
+
   function drawCost() {
+    cost.dataset.source = "run";
     const b = runView && runView.budgets;
     if (!b) {
       setText(cost, "");
@@ -311,21 +357,28 @@ export function createRunView(root, ctx) {
     const proj = project(flow);
     const replaying = replay.caption();
     const shown = !replaying && ctx.statusNote ? ctx.statusNote(flow.status) : null; // the shell's: a question answered elsewhere
-    const said = shown ? shown.caption : labels.caption(flow, proj.byId, tier, proj.activeOp, proj.multi);
+    const said = shown && shown.caption ? shown.caption : labels.caption(flow, proj.byId, tier, proj.activeOp, proj.multi);
     setText(caption, replaying ? `${replaying} · ${said}` : said);
-    setText(badge, statusWord(shown ? shown.status : flow.status));
-    badge.className = `rv-status status-${flow.status}`;
+    // one status word per screen: a replay's badge says it is a replay (the frame's state is in its title),
+    // so "Running" never sits under the header's "Done"
+    const status = replaying ? "replay" : shown ? shown.status : flow.status;
+    setText(badge, replaying ? "Replay" : statusWord(status));
+    badge.className = `rv-status status-${status}`;
+    badge.dataset.status = status;
+    badge.title = replaying ? `At this operation the run was: ${statusWord(flow.status)}` : "";
     const omitted = Number(flow.operationsOmitted) || 0;
     note.hidden = !(omitted > 0) || replay.active; // replay frames are windowed by design
     if (omitted > 0) setText(noteText, `${omitted.toLocaleString()} earlier operations not shown`);
     showAll.hidden = typeof ctx.showAllOperations !== "function";
-    drawCost();
-    const options = { tier, sig, partialAt, partialBox, typeInfo, extraKey: runView ? JSON.stringify(runView.roles || []).length : 0 };
-    if (mode === "flow") graph.update(flow, options);
-    // the call tree tells the run as it is now, not as it was at a replay's operation
-    treePane.hidden = replay.active;
-    if (mode === "flow" && !replay.active) drawTree();
-    else sequence.update(flow, options);
+    if (replaying) drawFrameCost(flow);
+    else drawCost();
+    const whole = mode === "flow" ? wholeTree() : null;
+    const extraKey = `${runView ? JSON.stringify(runView.roles || []).length : 0}|${whole ? tree.key : ""}`;
+    const options = { tier, sig, partialAt, partialBox, typeInfo, extraKey, tree: whole };
+    if (mode === "flow") {
+      graph.update(flow, options);
+      drawTree(); // during a replay the call tree stays, its waterfall marking the frame's moment
+    } else sequence.update(flow, options);
     partialBox.el.hidden = !partialAt;
     if (partialAt) drawPartial();
   }

@@ -169,9 +169,16 @@ export function createWatch(root, app) {
   /** For the run view: a run that stopped on a question answered since reads "Answered", not waiting. */
   function statusNote(runId) {
     const run = listed(runId);
+    const runView = state.runView && state.runView.runId === runId ? state.runView : null;
+    if (runView && shownStatus(run, runView) === "waiting_for_you") return { status: "waiting_for_you", caption: null };
     if (!run || runStatus(run, state.queue) !== "answered") return null;
     const next = (run.continuedBy || []).at(-1);
     return { status: "answered", caption: next ? `Answered — continued in ${next}` : "Answered — continues when the queue reaches it" };
+  }
+
+  /** The one status word of the watched run, for its header and its run view's badge alike. */
+  function shownStatus(run, runView) {
+    return runStatus({ ...(run || runView), currentActivity: runView.currentActivity }, state.queue, state.questions);
   }
 
   /** The route asked to replay the run or focus an operation: done once the view has drawn that run. */
@@ -250,7 +257,7 @@ export function createWatch(root, app) {
     stop.hidden = !live;
     pending.hidden = !runView.interruptPending;
     const run = listed(runId);
-    const shown = runStatus(run || runView, state.queue);
+    const shown = shownStatus(run, runView);
     const parked = state.queue.find((i) => i.status === "needs_input" && i.runId === runId) || null;
     const key = JSON.stringify([runId, runView.status, runView.task, runView.effort, runView.startTime,
       runView.endTime, runView.interrupts, runView.plan, runView.result, runView.continuesFrom, shown,
