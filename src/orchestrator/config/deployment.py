@@ -33,11 +33,13 @@ __all__ = [
     "InterruptTriggers",
     "LoggingConfig",
     "ModelConfig",
+    "ObservabilityConfig",
     "api_base_problem",
     "attr_name",
     "decode_deployment",
     "deployment_problems",
     "field_value",
+    "observability_problems",
     "role_reference_problems",
 ]
 
@@ -119,6 +121,24 @@ class LoggingConfig(StrictBase):
     level: LogLevel
 
 
+class ObservabilityConfig(StrictBase):
+    """The trace export (docs/observability.md): what the standard ``OTEL_*`` variables do not cover.
+
+    A variable wins over a field here; the block's presence turns the export on unless ``enabled`` is
+    false. Credentials (``OTEL_EXPORTER_OTLP_HEADERS``) never belong in the file.
+    """
+
+    enabled: bool = True
+    #: the collector's OTLP/HTTP base URL (``/v1/traces`` is appended), when ``OTEL_EXPORTER_OTLP_ENDPOINT``
+    #: is not set
+    endpoint: str | None = None
+    service_name: str | None = None
+    capture_message_content: bool = False
+    max_queue_size: int | None = None
+    export_timeout_seconds: float | None = None
+    shutdown_timeout_seconds: float | None = None
+
+
 class Deployment(StrictBase):
     """The whole deployment file."""
 
@@ -128,6 +148,8 @@ class Deployment(StrictBase):
     logging: LoggingConfig | None = None
     #: MCP servers whose tools roles may list as ``mcp:<server>/<tool>`` (see config/mcpservers.py).
     mcp_servers: dict[str, McpServer] = {}
+    #: the OpenTelemetry trace export (off unless configured)
+    observability: ObservabilityConfig | None = None
 
 
 #: One value finding: the dotted wire path of the field, and what is wrong with it.
@@ -226,6 +248,8 @@ def deployment_problems(deployment: Deployment, role_names: Collection[str] | No
             ("executor.contextPressureThreshold", f"must be a number strictly between 0 and 1 (got {threshold})")
         )
     problems.extend(mcp_server_problems(deployment.mcp_servers))
+    if deployment.observability is not None:
+        problems.extend(observability_problems(deployment.observability))
     if role_names is not None:
         problems.extend(role_reference_problems(deployment, role_names))
     return problems
@@ -251,6 +275,32 @@ def api_base_problem(url: str) -> str | None:
     if port == 0:
         return f"has an invalid port (got {url!r}): the port must be a number from 1 to 65535"
     return None
+
+
+def observability_problems(block: ObservabilityConfig) -> list[FieldProblem]:
+    """The ``observability`` block's value rules: an http(s) endpoint, positive bounds."""
+    problems: list[FieldProblem] = []
+    if block.endpoint is not None:
+        parts = urlsplit(block.endpoint.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            problems.append(
+                (
+                    "observability.endpoint",
+                    f"must be the collector's http:// or https:// base URL, like http://127.0.0.1:4318 "
+                    f"(got {block.endpoint!r})",
+                )
+            )
+    if block.max_queue_size is not None and block.max_queue_size <= 0:
+        problems.append(("observability.maxQueueSize", f"must be a positive integer (got {block.max_queue_size})"))
+    for field, value in (
+        ("observability.exportTimeoutSeconds", block.export_timeout_seconds),
+        ("observability.shutdownTimeoutSeconds", block.shutdown_timeout_seconds),
+    ):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            problems.append((field, f"must be a positive number of seconds (got {value})"))
+    if block.service_name is not None and not block.service_name.strip():
+        problems.append(("observability.serviceName", "must be a non-empty string"))
+    return problems
 
 
 def role_reference_problems(deployment: Deployment, role_names: Collection[str]) -> list[FieldProblem]:

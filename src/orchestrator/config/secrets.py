@@ -68,6 +68,8 @@ WORKSPACE_TOKEN_FILE = Path(".orchestration") / "token"
 TOOL_ENV_ALLOW_VARIABLE = "ORCHESTRATOR_TOOL_ENV_ALLOW"
 #: A variable whose name contains one of these (any case) is stripped from a tool's environment.
 _SECRET_NAME = re.compile("KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+#: Variables that hold credentials although their names do not say so (the OTLP exporter's headers).
+_SECRET_VARIABLES = frozenset({"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"})
 #: The one replacement text, in rendered configuration and in redacted text alike.
 REDACTED = "<redacted>"
 #: Shorter values are not scrubbed from text: replacing every "x" (or "true") would garble messages,
@@ -124,11 +126,14 @@ def scrub(texts: list[str], secret: str | None) -> list[str]:
 
 
 def looks_secret(name: str) -> bool:
-    """Whether a variable's name marks it secret: it contains KEY, TOKEN, SECRET or PASSWORD (any case).
+    """Whether a variable's name marks it secret: it contains KEY, TOKEN, SECRET or PASSWORD (any case),
+    or it is one of the OTLP headers variables (collector credentials).
 
     The deployment overrides are configuration, not secrets, whatever their names say
     (``ORCHESTRATOR_MAX_TOKENS``, ``ORCHESTRATOR_INTERRUPT_EVERY_TOKENS``).
     """
+    if name in _SECRET_VARIABLES:
+        return True
     return _SECRET_NAME.search(name) is not None and name not in _OVERRIDE_VARIABLES
 
 
