@@ -119,8 +119,12 @@ class SpanSink:
             endpoint=config.endpoint, headers=config.headers or None, timeout=config.export_timeout_seconds
         )
         self._exporter = _Counting(inner, config.endpoint)
+        queue = config.max_queue_size
         self._processor = BatchSpanProcessor(
-            self._exporter, max_queue_size=config.max_queue_size, schedule_delay_millis=schedule_delay_millis
+            self._exporter,
+            max_queue_size=queue,
+            schedule_delay_millis=schedule_delay_millis,
+            max_export_batch_size=min(queue, 512) if queue is not None else None,
         )
         self.resource = Resource.create({"service.name": config.service_name})
         self.submitted = 0
