@@ -69,8 +69,8 @@ async def test_a_working_collector_receives_every_span_with_the_headers(tmp_path
         report = await trio.to_thread.run_sync(sink.close)
     assert outcome.card.status == "success"
     assert report == ExportReport(submitted=_expected_spans(outcome), exported=report.submitted)
-    assert sorted(s.name for s in c.spans) == ["chat sim", "chat sim", "chat sim",
-                                                "execute_tool run_shell", "invoke_agent lead", "run"]  # fmt: skip
+    names = ["chat sim"] * 3 + ["execute_tool finish", "execute_tool run_shell", "invoke_agent lead", "run"]
+    assert sorted(s.name for s in c.spans) == names
     assert all(h.get("x-team") == "blue" for h in c.headers)
 
 
