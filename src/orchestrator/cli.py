@@ -395,7 +395,7 @@ async def _execute(
         return EXIT_RUN_FAILED
     except InvalidContinuation as exc:
         raise ConfigError(str(exc)) from None
-    sink = open_sink(env, settings.deployment)
+    sink = open_sink(env, settings.deployment.observability)
     if sink is not None:
         services.log_listeners.append(run_listener(sink, prepared.run_dir, settings))
     try:
@@ -433,7 +433,7 @@ async def _resume(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return EXIT_OK
     print(f"orchestrator: resuming {found.run_dir.name} ({len(found.state.frames)} live roles)", file=sys.stderr)
     services = RunServices(timeouts=timeouts_from_env(env), human=_human(args))
-    sink = open_sink(env, settings.deployment)
+    sink = open_sink(env, settings.deployment.observability)
     if sink is not None:
         services.log_listeners.append(run_listener(sink, found.run_dir, settings))
     try:

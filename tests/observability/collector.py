@@ -64,7 +64,7 @@ def collector(mode: Mode = "record", hold_seconds: float = 5.0) -> Iterator[Coll
     state = Collector(mode, hold_seconds)
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (the http.server API)
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             status = state.handle(body, {k.lower(): v for k, v in self.headers.items()})
             self.send_response(status)
@@ -72,7 +72,7 @@ def collector(mode: Mode = "record", hold_seconds: float = 5.0) -> Iterator[Coll
             self.send_header("Content-Length", "0")
             self.end_headers()
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

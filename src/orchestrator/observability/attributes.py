@@ -76,3 +76,11 @@ QUESTION_TEXT: Final = "orchestrator.question.text"
 QUESTION_ANSWER: Final = "orchestrator.question.answer"
 RESUME_GAP_MS: Final = "orchestrator.resume.gap_ms"
 RESUME_FRAMES: Final = "orchestrator.resume.frames"
+
+# --- the workflow server's MCP tool calls -------------------------------------------------------------
+#: The MCP semantic conventions' method attribute (``tools/call``).
+MCP_METHOD_NAME: Final = "mcp.method.name"
+WORKFLOW_SESSION_INDEX: Final = "orchestrator.workflow.session_index"
+WORKFLOW_ID: Final = "orchestrator.workflow.id"
+WORKFLOW_ACTIVITY: Final = "orchestrator.workflow.activity"
+WORKFLOW_AGENT_ID: Final = "orchestrator.workflow.agent_id"

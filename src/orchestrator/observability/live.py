@@ -18,7 +18,7 @@ import msgspec
 import trio
 
 from orchestrator.config import Settings
-from orchestrator.config.deployment import Deployment
+from orchestrator.config.deployment import Deployment, ObservabilityConfig
 from orchestrator.engine.runfolder import read_meta
 from orchestrator.observability.config import export_config
 from orchestrator.observability.spans import RunInfo, SpanData, TraceState, fold_span
@@ -84,10 +84,11 @@ def run_listener(sink: SpanSubmitter, run_dir: Path, settings: Settings) -> Trac
     return TraceListener(sink, run_info(run_dir, settings.deployment), read_events(run_dir / "log.jsonl"))
 
 
-def open_sink(env: Mapping[str, str], deployment: Deployment) -> SpanSink | None:
-    """This process's ``SpanSink`` when the export is configured, else ``None`` (also when the ``otel``
-    extra is not installed: one warning, and runs go on without it)."""
-    config = export_config(env, deployment.observability)
+def open_sink(env: Mapping[str, str], block: ObservabilityConfig | None) -> SpanSink | None:
+    """This process's ``SpanSink`` when the export is configured (the variables, then the deployment's
+    ``observability`` block), else ``None`` (also when the ``otel`` extra is not installed: one warning,
+    and the process goes on without it)."""
+    config = export_config(env, block)
     if config is None:
         return None
     try:

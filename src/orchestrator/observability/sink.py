@@ -31,6 +31,7 @@ __all__ = ["ExportReport", "SpanSink", "to_readable"]
 logger = logging.getLogger("orchestrator.observability")
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _SCOPE = InstrumentationScope("orchestrator", __version__)
+_KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT, "server": SpanKind.SERVER}
 _STATUS = {"unset": StatusCode.UNSET, "ok": StatusCode.OK, "error": StatusCode.ERROR}
 #: The SDK's own loggers repeat every failed attempt; the sink reports drops itself, once.
 _QUIET = ("opentelemetry.exporter", "opentelemetry.sdk._shared_internal")
@@ -64,7 +65,7 @@ def to_readable(span: SpanData, resource: Resource) -> ReadableSpan:
         attributes=dict(span.attributes),
         events=[Event(e.name, dict(e.attributes), e.time_ns) for e in span.events],
         links=[Link(SpanContext(t, s, is_remote=True, trace_flags=_SAMPLED)) for t, s in span.links],
-        kind=SpanKind.CLIENT if span.kind == "client" else SpanKind.INTERNAL,
+        kind=_KINDS[span.kind],
         status=Status(_STATUS[span.status], span.status_message or None)
         if span.status == "error"
         else Status(_STATUS[span.status]),

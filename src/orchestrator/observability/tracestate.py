@@ -85,8 +85,8 @@ class SpanData:
     links: tuple[tuple[int, int], ...]
     status: Status
     status_message: str
-    #: ``client`` for a model call, else ``internal``
-    kind: Literal["internal", "client"] = "internal"
+    #: ``client`` for a model call, ``server`` for a workflow-server tool call, else ``internal``
+    kind: Literal["internal", "client", "server"] = "internal"
 
 
 @dataclass

@@ -325,7 +325,7 @@ async def _serve_main(
             return EXIT_CONFIG
         for note in shown_notes(settings.notes) if shown_notes is not None else settings.notes:
             print(f"orchestrator: {note}", file=sys.stderr)
-        sink = open_sink(env, settings.deployment)
+        sink = open_sink(env, settings.deployment.observability)
         service = Service(
             settings,
             workspace,
