@@ -227,3 +227,27 @@ def test_span_ids_are_derived_from_the_run_id() -> None:
     assert span_id_for("run-20260101-090000", "run") == span_id_for("run-20260101-090000", "run")
     assert span_id_for("run-20260101-090000", "run") != span_id_for("run-20260101-090001", "run")
     assert trace_id_for("run-20260101-090000").bit_length() <= 128
+
+
+async def test_a_resumed_runs_listener_folds_the_log_on_disk_first_and_sends_only_what_ends_after(
+    tmp_path: Path, sim_for
+) -> None:
+    """The second process of a run: ``run_listener`` reads the log written so far without sending it,
+    then the spans that end after the restart carry the ids and start times the first process gave them."""
+    outcome, settings, _ = await scripted_run(tmp_path, sim_for)
+    events = read_events(outcome.run_dir / "log.jsonl")
+    cut = next(i for i, e in enumerate(events) if e["type"] == "ask_human")  # "killed" while waiting
+    log = outcome.run_dir / "log.jsonl"
+    log.write_bytes(b"".join(msgspec.json.encode(e) + b"\n" for e in events[:cut]))
+    sink, exporter = in_memory_sink()
+    listener = run_listener(sink, outcome.run_dir, settings)
+    assert sink.submitted == 0  # the prior log is folded silently
+    for event in events[cut:]:
+        listener(msgspec.convert(event, RunEvent))
+    sink.close()
+    later = {s.context.span_id: s for s in exporter.get_finished_spans()}
+    whole = {s.span_id: s for s in fold_spans(run_info(outcome.run_dir, settings.deployment), events)}
+    assert set(later) <= set(whole)
+    coder = next(s for s in later.values() if s.name == "invoke_agent coder")
+    assert coder.start_time == whole[coder.context.span_id].start_ns  # started in the "first process"
+    assert {s.name for s in later.values()} >= {"run", "invoke_agent lead", "invoke_agent planner", "plan_modification"}
