@@ -343,7 +343,7 @@ def fold_span(s: TraceState, event: Mapping[str, Any]) -> list[SpanData]:
     if t is None or not isinstance(p, Mapping) or s.run_ended:
         return []
     if "run" not in s.open and s.last_ns is None:
-        s._open_run(t)  # no start time known: the run starts with its first event
+        s.open_run(t)  # no start time known: the run starts with its first event
     kind = event.get("type")
     out: list[SpanData] = []
     if kind == names.ROLE_START:

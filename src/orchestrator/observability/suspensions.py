@@ -34,16 +34,13 @@ def interlude(s: TraceState, kind: str, p: Mapping[str, Any], t: int, out: list[
         s.open[key] = OpenSpan(key, f"interlude {trigger}", parent, t, attrs, owner=target or None)
         s.interludes.append(key)
         return
-    for key in reversed(s.interludes):
-        span = s.open.get(key)
-        if (
-            span is not None
-            and span.attributes[a.INTERLUDE_TARGET] == target
-            and span.attributes[a.INTERLUDE_TRIGGER] in (trigger, "inquiry")
-        ):
-            break
-    else:
+    # the innermost open interlude of this target, the same trigger preferred
+    mine = [k for k in reversed(s.interludes) if s.open[k].attributes[a.INTERLUDE_TARGET] == target]
+    same = [k for k in mine if s.open[k].attributes[a.INTERLUDE_TRIGGER] == trigger]
+    if not mine:
         return
+    key = (same or mine)[0]
+    span = s.open[key]
     s.interludes.remove(key)
     span.attributes[a.INTERLUDE_ACTION] = str(p.get("action") or "")
     if isinstance(p.get("handlerStatus"), str):

@@ -127,13 +127,14 @@ class TraceState:
         self.tokens = [0, 0]
         start = timestamp_ns(info.started_at)
         if start is not None:
-            self._open_run(start)
+            self.open_run(start)
 
     def count(self, prefix: str) -> int:
         self.counters[prefix] = self.counters.get(prefix, 0) + 1
         return self.counters[prefix]
 
-    def _open_run(self, start: int) -> None:
+    def open_run(self, start: int) -> None:
+        """Open the run span at ``start`` (the run's start time, else its first event's)."""
         attrs: dict[str, AttrValue] = {a.RUN_ID: self.info.run_id, a.CONVERSATION_ID: self.info.run_id}
         if self.info.continues_from:
             attrs[a.RUN_CONTINUES_FROM] = self.info.continues_from
