@@ -41,7 +41,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.lifecycle import WindDown, run_with_wind_down, wind_down_seconds
 from orchestrator.llm import timeouts_from_env
 from orchestrator.mcpclient import check_mcp_servers
-from orchestrator.observability.live import close_sink, open_sink, run_listener
+from orchestrator.observability.live import attach_trace, close_sink, open_sink, run_listener
 from orchestrator.projectsettings import read_project_settings, resolve_effort, resolve_log_level
 from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS
 
@@ -397,7 +397,7 @@ async def _execute(
         raise ConfigError(str(exc)) from None
     sink = open_sink(env, settings.deployment.observability)
     if sink is not None:
-        services.log_listeners.append(run_listener(sink, prepared.run_dir, settings))
+        attach_trace(services, run_listener(sink, prepared.run_dir, settings))
     try:
         outcome, wind_down = await run_with_wind_down(
             lambda: execute_prepared(settings, workspace, prepared, services),
@@ -435,7 +435,7 @@ async def _resume(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     services = RunServices(timeouts=timeouts_from_env(env), human=_human(args))
     sink = open_sink(env, settings.deployment.observability)
     if sink is not None:
-        services.log_listeners.append(run_listener(sink, found.run_dir, settings))
+        attach_trace(services, run_listener(sink, found.run_dir, settings))
     try:
         outcome, wind_down = await run_with_wind_down(
             lambda: resume_run(settings, workspace, found.run_dir, found.state, found.seq, services),

@@ -21,7 +21,7 @@ from orchestrator.engine.controls import RunControls
 from orchestrator.engine.human import AnswersFile
 from orchestrator.engine.runner import RunOutcome, RunRequest, RunServices, execute_prepared, prepare_run
 from orchestrator.observability.config import ExportConfig
-from orchestrator.observability.live import TraceListener, run_info, run_listener
+from orchestrator.observability.live import TraceListener, attach_trace, run_info, run_listener
 from orchestrator.observability.sink import SpanSink, to_readable
 from orchestrator.observability.spans import fold_spans, span_id_for, timestamp_ns, trace_id_for
 from orchestrator.runlog import read_events
@@ -35,7 +35,7 @@ SCRIPT = {
         turn("coder", call("ask_human", question="Which branch?")),
         turn("coder", call("run_shell", command="sleep 20")),
         turn("planner", finish("re-planned"), last="[Operator plan modification"),
-        turn("lead", finish("done"), last="re-planned"),
+        turn("lead", finish("done"), last="re-planned", content="Everything is in place."),
     ]
 }
 TRIGGERS = {"handlerRole": "loop_detector", "everyToolCalls": 1000, "everyTokens": 10_000_000}
@@ -65,11 +65,9 @@ async def scripted_run(
                 controls[0].modify_plan("use the new approach")
 
         services = RunServices(
-            timeouts=FAST,
-            human=AnswersFile({"Which branch?": "main"}),
-            log_listeners=[run_listener(sink, prepared.run_dir, settings), operator],
-            redactor=redactor,
+            timeouts=FAST, human=AnswersFile({"Which branch?": "main"}), log_listeners=[operator], redactor=redactor
         )
+        attach_trace(services, run_listener(sink, prepared.run_dir, settings))
         outcomes: list[RunOutcome] = []
 
         async def execute(task_status: trio.TaskStatus[RunControls] = trio.TASK_STATUS_IGNORED) -> None:
@@ -83,9 +81,19 @@ async def scripted_run(
     return outcomes[0], settings, list(exporter.get_finished_spans())
 
 
+#: what only the live export knows (the log does not record the first streamed chunk)
+LIVE_ONLY = frozenset({"gen_ai.response.time_to_first_chunk"})
+
+
 def comparable(span: ReadableSpan) -> tuple[Any, ...]:
     events = tuple((e.name, e.timestamp, tuple(sorted(e.attributes.items()))) for e in span.events)
-    attributes = tuple(sorted((k, tuple(v) if isinstance(v, tuple | list) else v) for k, v in span.attributes.items()))
+    attributes = tuple(
+        sorted(
+            (k, tuple(v) if isinstance(v, tuple | list) else v)
+            for k, v in span.attributes.items()
+            if k not in LIVE_ONLY
+        )
+    )
     return (
         span.name,
         span.context.trace_id,
@@ -143,6 +151,11 @@ async def test_live_export_mirrors_the_role_tree_and_agrees_with_the_log(tmp_pat
         c.attributes["gen_ai.request.model"] == "sim" and c.attributes["gen_ai.operation.name"] == "chat" for c in chats
     )
     assert all(parent_name(c).startswith("invoke_agent ") for c in chats)
+    # the live export's own clock: the first streamed chunk of a call that streamed text (the lead's last)
+    streamed = [c for c in finished_chats if "gen_ai.response.time_to_first_chunk" in c.attributes]
+    assert [parent_name(c) for c in streamed] == ["invoke_agent lead"]
+    first = streamed[0].attributes["gen_ai.response.time_to_first_chunk"]
+    assert 0 <= first <= (streamed[0].end_time - streamed[0].start_time) / 1e9 + 0.002  # log times: whole ms
 
     # the failing tool: an error span with its exit code; the cut one ends with the role
     tools = [s for s in spans if s.name == "execute_tool run_shell"]

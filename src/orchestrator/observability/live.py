@@ -10,6 +10,7 @@ in the fold is logged once and the export of that run stops.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -19,16 +20,18 @@ import trio
 
 from orchestrator.config import Settings
 from orchestrator.config.deployment import Deployment, ObservabilityConfig
+from orchestrator.engine.run import DeltaSink, StreamDelta
 from orchestrator.engine.runfolder import read_meta
+from orchestrator.engine.runner import RunServices
 from orchestrator.observability.config import export_config
-from orchestrator.observability.spans import RunInfo, SpanData, TraceState, fold_span
+from orchestrator.observability.spans import RunInfo, SpanData, TraceState, first_chunk, fold_span
 from orchestrator.runlog import read_events
 from orchestrator.runlog.events import RunEvent
 
 if TYPE_CHECKING:
     from orchestrator.observability.sink import SpanSink
 
-__all__ = ["SpanSubmitter", "TraceListener", "close_sink", "open_sink", "run_info", "run_listener"]
+__all__ = ["SpanSubmitter", "TraceListener", "attach_trace", "close_sink", "open_sink", "run_info", "run_listener"]
 
 logger = logging.getLogger("orchestrator.observability")
 
@@ -62,6 +65,32 @@ class TraceListener:
         except Exception:  # the run must not notice: stop exporting this run, say so once
             self.broken = True
             logger.exception("trace export of run %s stopped: could not fold an event", self.state.info.run_id)
+
+    def delta(self, delta: StreamDelta) -> None:
+        """``RunServices.on_delta``: notes each model call's first streamed chunk (its time to first chunk)."""
+        if not self.broken:
+            try:
+                first_chunk(self.state, delta.role_id, time.time_ns())
+            except Exception:
+                self.broken = True
+                logger.exception("trace export of run %s stopped: could not note a chunk", self.state.info.run_id)
+
+    def tee(self, other: DeltaSink | None) -> DeltaSink:
+        """A delta sink feeding this listener and ``other`` (the host's own, when it has one)."""
+        if other is None:
+            return self.delta
+
+        def both(delta: StreamDelta) -> None:
+            other(delta)
+            self.delta(delta)
+
+        return both
+
+
+def attach_trace(services: RunServices, listener: TraceListener) -> None:
+    """Give a run's services the listener: its log events, and its model calls' streamed chunks."""
+    services.log_listeners.append(listener)
+    services.on_delta = listener.tee(services.on_delta)
 
 
 def run_info(run_dir: Path, deployment: Deployment) -> RunInfo:

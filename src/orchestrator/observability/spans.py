@@ -50,6 +50,7 @@ __all__ = [
     "SpanEvent",
     "TraceState",
     "close_open",
+    "first_chunk",
     "fold_span",
     "fold_spans",
     "span_id_for",
@@ -203,6 +204,17 @@ def _chat_retry(s: TraceState, p: Mapping[str, Any], t: int) -> None:
     target.events.append(SpanEvent("orchestrator.llm.retry", t, attrs))
     if span is not None:
         span.attributes[a.LLM_RETRIES] = int(span.attributes.get(a.LLM_RETRIES, 0)) + 1
+
+
+def first_chunk(s: TraceState, role_id: str, t: int) -> None:
+    """The role's model call in flight streamed its first chunk at ``t`` (ns): its time to first chunk.
+
+    Live export only (the listener's clock): the log does not record the moment, so ``export-trace``
+    cannot give this attribute."""
+    key = s.chat.get(role_id)
+    span = s.open.get(key) if key is not None else None
+    if span is not None and a.RESPONSE_TIME_TO_FIRST_CHUNK not in span.attributes:
+        span.attributes[a.RESPONSE_TIME_TO_FIRST_CHUNK] = max(0, t - span.start_ns) / 1e9
 
 
 def _chat_end(s: TraceState, kind: str, p: Mapping[str, Any], t: int, out: list[SpanData]) -> None:

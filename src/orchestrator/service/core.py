@@ -262,11 +262,11 @@ class Service:
         self.hub.active_run = active.run_id
 
     def _services(self, active: ActiveRun, *, queue_tracked: bool) -> RunServices:
-        listeners = [] if self.trace_sink is None else [run_listener(self.trace_sink, active.run_dir, self.settings)]
+        trace = None if self.trace_sink is None else run_listener(self.trace_sink, active.run_dir, self.settings)
         return RunServices(
             timeouts=self.timeouts,
-            on_delta=self.hub.publish,
-            log_listeners=listeners,
+            on_delta=self.hub.publish if trace is None else trace.tee(self.hub.publish),
+            log_listeners=[] if trace is None else [trace],
             interrupts=active.interrupts,
             human=self.questions,
             queue_tracked=queue_tracked,
