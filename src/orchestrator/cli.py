@@ -448,10 +448,10 @@ async def _resume(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 async def _export_trace(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    from orchestrator.observability.exporttrace import export_trace
+    from orchestrator.observability.exporttrace import export_trace, resolve_run_dir
 
     settings = await _settings(args, env, probe=False)
-    return export_trace(Path(args.run_dir), settings.deployment, env)
+    return export_trace(resolve_run_dir(args.run_dir, Path(args.workspace)), settings.deployment, env)
 
 
 def _print_outcome(outcome: RunOutcome, as_json: bool) -> None:

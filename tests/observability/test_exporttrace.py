@@ -40,10 +40,11 @@ async def test_export_trace_sends_the_same_spans_as_the_live_export_of_the_run(t
     names = sorted(s.name for s in live.spans)
     roles = ["run", "invoke_agent lead", "invoke_agent leaf"]
     assert names == sorted([*roles, *["chat sim"] * 3, *["execute_tool finish"] * 2])
-    with collector("record") as again:
+    with collector("record") as again:  # a bare run id names the run in --workspace
         exported = await _orchestrator(
-            "export-trace", str(run_dir), *config, env={"OTEL_EXPORTER_OTLP_ENDPOINT": again.url}
-        )
+            "export-trace", run_dir.name, "--workspace", str(tmp_path), *config,
+            env={"OTEL_EXPORTER_OTLP_ENDPOINT": again.url},
+        )  # fmt: skip
     assert exported.returncode == 0, exported.stderr.decode()
     assert f"sent 8 of 8 spans of {run_dir.name}".encode() in exported.stdout
     assert _shape(again.spans) == _shape(live.spans)

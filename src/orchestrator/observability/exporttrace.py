@@ -14,25 +14,35 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from orchestrator.config.deployment import Deployment
-from orchestrator.engine.runfolder import TERMINAL_STATUSES, read_meta
+from orchestrator.engine.runfolder import RUN_ID_PATTERN, TERMINAL_STATUSES, read_meta, runs_root
 from orchestrator.errors import ConfigError
 from orchestrator.observability.config import export_config
 from orchestrator.observability.live import run_info
 from orchestrator.observability.spans import fold_spans
 from orchestrator.runlog import read_events
 
-__all__ = ["add_export_trace_arguments", "export_trace"]
+__all__ = ["add_export_trace_arguments", "export_trace", "resolve_run_dir"]
 
 HELP = "send a run's log to an OpenTelemetry collector as trace spans"
 
 
 def add_export_trace_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.description = HELP
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="the run's folder (<workspace>/.orchestration/runs/<id>)")
+    parser.add_argument(
+        "run_dir", metavar="RUN_DIR", help="the run's folder (<workspace>/.orchestration/runs/<id>), or its run id"
+    )
     parser.add_argument(
         "--workspace", metavar="DIR", default=".", help="workspace whose deployment file counts (default .)"
     )
     return parser
+
+
+def resolve_run_dir(given: str, workspace: Path) -> Path:
+    """``RUN_DIR`` as given, or a bare run id under the workspace's runs folder."""
+    path = Path(given)
+    if not path.is_dir() and RUN_ID_PATTERN.match(given):
+        return runs_root(workspace) / given
+    return path
 
 
 def export_trace(run_dir: Path, deployment: Deployment, env: Mapping[str, str]) -> int:
