@@ -5,6 +5,7 @@ from __future__ import annotations
 from orchestrator.config.deployment import ObservabilityConfig
 from orchestrator.config.secrets import looks_secret, tool_environment
 from orchestrator.observability.config import DEFAULT_ENDPOINT, export_config, parse_headers
+from orchestrator.observability.live import open_sink
 
 BLOCK = ObservabilityConfig(endpoint="http://collector:4318/", service_name="from-file", capture_message_content=True)
 
@@ -60,3 +61,10 @@ def test_headers_are_parsed_and_kept_secret() -> None:
     assert config is not None and config.headers == {"k": "v"} and "k" not in repr(config)
     assert looks_secret("OTEL_EXPORTER_OTLP_HEADERS") and looks_secret("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
     assert "OTEL_EXPORTER_OTLP_HEADERS" not in tool_environment({"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=x"})
+
+
+def test_a_sink_that_cannot_start_leaves_the_process_untraced(caplog) -> None:
+    block = ObservabilityConfig(max_queue_size=-5)  # refused by the SDK (the file's rules refuse it too)
+    assert open_sink({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}, block) is None
+    assert "trace export is off: it could not start (ValueError" in caplog.text
+    assert open_sink({}, None) is None

@@ -125,7 +125,11 @@ def open_sink(env: Mapping[str, str], block: ObservabilityConfig | None) -> Span
     except ImportError:
         logger.warning("trace export is configured but OpenTelemetry is missing: pip install 'orchestrator[otel]'")
         return None
-    return SpanSink(config)
+    try:
+        return SpanSink(config)
+    except Exception as exc:  # e.g. an OTEL_BSP_* value the SDK refuses: the process goes on untraced
+        logger.warning("trace export is off: it could not start (%s: %s)", type(exc).__name__, exc)
+        return None
 
 
 async def close_sink(sink: SpanSink | None) -> None:
