@@ -51,9 +51,13 @@ class TraceListener:
     def __init__(self, sink: SpanSubmitter, info: RunInfo, prior: Sequence[Mapping[str, Any]] = ()) -> None:
         self.sink = sink
         self.state = TraceState(info, capture_content=sink.capture_content)
-        for event in prior:  # already sent by the process that wrote them
-            fold_span(self.state, event)
         self.broken = False
+        try:
+            for event in prior:  # already sent by the process that wrote them
+                fold_span(self.state, event)
+        except Exception:
+            self.broken = True
+            logger.exception("trace export of run %s is off: could not fold its log so far", info.run_id)
 
     def __call__(self, event: RunEvent) -> None:
         if self.broken:
