@@ -34,7 +34,8 @@ from orchestrator.engine.runner import (
     RunOutcome,
     RunRequest,
     RunServices,
-    execute_run,
+    execute_prepared,
+    prepare_run,
     resume_run,
 )
 from orchestrator.errors import ConfigError
@@ -42,6 +43,7 @@ from orchestrator.lifecycle import WindDown, run_with_wind_down, wind_down_secon
 from orchestrator.llm import timeouts_from_env
 from orchestrator.mcpclient import check_mcp_servers
 from orchestrator.narration import Narrator
+from orchestrator.observability.live import attach_trace, close_sink, open_sink, run_listener
 from orchestrator.projectsettings import read_project_settings, resolve_effort, resolve_log_level
 from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS
 
@@ -158,6 +160,10 @@ def build_parser() -> argparse.ArgumentParser:
     from orchestrator.workflow.cli import add_mcp_arguments
 
     add_mcp_arguments(commands.add_parser("mcp", help=MCP_HELP))
+    from orchestrator.observability.exporttrace import HELP as EXPORT_HELP
+    from orchestrator.observability.exporttrace import add_export_trace_arguments
+
+    _add_config_args(add_export_trace_arguments(commands.add_parser("export-trace", help=EXPORT_HELP)))
     commands.add_parser("sim-model", help="serve the simulated Responses-API model", add_help=False)
     commands.add_parser("bench", help="run a benchmark suite and validate each result", add_help=False)
     return parser
@@ -192,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
             return trio.run(_resume, args, env)
         if args.command == "serve":
             return trio.run(_serve, args, env)
+        if args.command == "export-trace":
+            return trio.run(_export_trace, args, env)
         return trio.run(_run, args, env)
     except ModelNotReady as exc:
         _print_not_ready(exc.headline, [exc.status.message, *exc.problems], env)
@@ -398,16 +406,23 @@ async def _execute(
     if not workspace.is_dir():
         raise ConfigError(f"--workspace {workspace}: not a directory")
     try:
-        outcome, wind_down = await run_with_wind_down(
-            lambda: execute_run(settings, workspace, request, services),
-            services.interrupts,
-            seconds=wind_down_seconds(env),
-        )
+        prepared = prepare_run(settings, workspace, request)
     except RunIdCollision as exc:
         print(f"orchestrator: run id {exc} is taken (one run per second); try again", file=sys.stderr)
         return EXIT_RUN_FAILED
     except InvalidContinuation as exc:
         raise ConfigError(str(exc)) from None
+    sink = open_sink(env, settings.deployment.observability)
+    if sink is not None:
+        attach_trace(services, run_listener(sink, prepared.run_dir, settings))
+    try:
+        outcome, wind_down = await run_with_wind_down(
+            lambda: execute_prepared(settings, workspace, prepared, services),
+            services.interrupts,
+            seconds=wind_down_seconds(env),
+        )
+    finally:
+        await close_sink(sink)
     return _report(outcome, wind_down, as_json)
 
 
@@ -435,12 +450,25 @@ async def _resume(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return EXIT_OK
     print(f"orchestrator: resuming {found.run_dir.name} ({len(found.state.frames)} live roles)", file=sys.stderr)
     services = _narrated(args, env)
-    outcome, wind_down = await run_with_wind_down(
-        lambda: resume_run(settings, workspace, found.run_dir, found.state, found.seq, services),
-        services.interrupts,
-        seconds=wind_down_seconds(env),
-    )
+    sink = open_sink(env, settings.deployment.observability)
+    if sink is not None:
+        attach_trace(services, run_listener(sink, found.run_dir, settings))
+    try:
+        outcome, wind_down = await run_with_wind_down(
+            lambda: resume_run(settings, workspace, found.run_dir, found.state, found.seq, services),
+            services.interrupts,
+            seconds=wind_down_seconds(env),
+        )
+    finally:
+        await close_sink(sink)
     return _report(outcome, wind_down, args.json)
+
+
+async def _export_trace(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from orchestrator.observability.exporttrace import export_trace, resolve_run_dir
+
+    settings = await _settings(args, env, probe=False)
+    return export_trace(resolve_run_dir(args.run_dir, Path(args.workspace)), settings.deployment, env)
 
 
 def _print_outcome(outcome: RunOutcome, as_json: bool) -> None:

@@ -275,3 +275,41 @@ def test_allowed_hosts_match_exactly_or_below_a_wildcard() -> None:
     assert fetch_host_allowed("a.b.example.com", hosts)
     assert not fetch_host_allowed("example.com", hosts) and not fetch_host_allowed("evilexample.com", hosts)
     assert not fetch_host_allowed("python.org", hosts) and not fetch_host_allowed("anything", [])
+
+
+def _observability(block: Any) -> Deployment:
+    document = json.loads(json.dumps(MINIMAL))
+    document["observability"] = block
+    deployment, problems = decode_deployment(json.dumps(document).encode())
+    assert deployment is not None, problems
+    return deployment
+
+
+def test_observability_block_decodes_with_defaults() -> None:
+    block = _observability({}).observability
+    assert block is not None and block.enabled and block.endpoint is None and not block.capture_message_content
+    assert (
+        _observability({"endpoint": "http://127.0.0.1:4318", "maxQueueSize": 100}).observability.max_queue_size == 100
+    )  # type: ignore[union-attr]
+
+
+def test_observability_block_rejects_unknown_keys() -> None:
+    document = json.loads(json.dumps(MINIMAL))
+    document["observability"] = {"endpoitn": "http://x"}
+    deployment, problems = decode_deployment(json.dumps(document).encode())
+    assert deployment is None and "endpoitn" in problems[0] and "$.observability" in problems[0]
+
+
+@pytest.mark.parametrize(
+    ("block", "field", "fragment"),
+    [
+        ({"endpoint": "localhost:4318"}, "observability.endpoint", "http:// or https://"),
+        ({"maxQueueSize": 0}, "observability.maxQueueSize", "positive integer (got 0)"),
+        ({"exportTimeoutSeconds": -1}, "observability.exportTimeoutSeconds", "positive number"),
+        ({"shutdownTimeoutSeconds": 0}, "observability.shutdownTimeoutSeconds", "positive number"),
+        ({"serviceName": " "}, "observability.serviceName", "non-empty"),
+    ],
+)
+def test_observability_value_rules_name_the_field(block: dict[str, Any], field: str, fragment: str) -> None:
+    problems = deployment_problems(_observability(block))
+    assert [f for f, _ in problems] == [field] and fragment in problems[0][1]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import write_deployment, write_guild
 
 from orchestrator.config import Settings, load_settings, locate_config, render_settings, resolve_paths
 from orchestrator.errors import ConfigError
@@ -335,3 +336,21 @@ def test_in_a_source_checkout_the_packaged_default_is_called_the_checkouts_own_f
     notes = locate_config(None, None, {}, tmp_path).notes()  # this test runs from a checkout (symlinks)
     assert notes[0].endswith("(this checkout's guild/, the packaged default)")
     assert notes[1].endswith("(this checkout's deployment/deployment.json, the packaged default)")
+
+
+def test_render_shows_the_observability_block_with_its_defaults(tmp_path: Path) -> None:
+    guild = write_guild(tmp_path / "guild", {"lead": ["finish"]})
+    deployment = write_deployment(tmp_path / "deployment.json", "http://127.0.0.1:9/v1")
+    document = json.loads(deployment.read_text())
+    document["observability"] = {"endpoint": "http://127.0.0.1:4318"}
+    deployment.write_text(json.dumps(document))
+    rendered = render_settings(load_settings(guild, deployment, {}, secrets_dir=tmp_path / "none"))
+    assert rendered["observability"] == {
+        "enabled": True,
+        "endpoint": "http://127.0.0.1:4318",
+        "serviceName": None,
+        "captureMessageContent": False,
+        "maxQueueSize": None,
+        "exportTimeoutSeconds": None,
+        "shutdownTimeoutSeconds": None,
+    }

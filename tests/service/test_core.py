@@ -17,6 +17,7 @@ from tests.helpers import make_settings
 from orchestrator.conversation import ResultCard
 from orchestrator.engine.runfolder import RunMeta, read_meta, runs_root, write_meta
 from orchestrator.engine.runner import Continuation
+from orchestrator.observability.spans import SpanData, trace_id_for
 from orchestrator.runlog import read_events
 from orchestrator.service.core import Service
 from orchestrator.service.queue import QueueItem
@@ -176,3 +177,33 @@ async def test_an_answered_park_carries_the_question_and_the_answer(tmp_path: Pa
     assert "continues run run-20240501-110000" in message
     assert "paused to ask: db?" in message and "The operator answered: postgres" in message
     assert meta.continues_from == parked
+
+
+async def test_a_dispatched_run_is_traced_when_the_service_has_a_trace_sink(tmp_path: Path) -> None:
+    """Each run the service starts gets a live trace listener on the service's sink (docs/observability.md)."""
+
+    class Collect:
+        capture_content = False
+
+        def __init__(self) -> None:
+            self.spans: list[SpanData] = []
+
+        def submit(self, spans: list[SpanData]) -> None:
+            self.spans.extend(spans)
+
+    sink = Collect()
+    settings = make_settings(tmp_path, f"http://127.0.0.1:{_closed_port()}/v1", roles=ROLES)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    service = Service(settings, workspace, timeouts=FAST, trace_sink=sink)
+    save_queue(workspace, [QueueItem(id="a", task="traced", status="waiting", queued_at=QUEUED)])
+    async with trio.open_nursery() as nursery:
+        service.attach(nursery)
+        run_id = await service.tick()
+        assert run_id is not None and service.active is not None
+        with trio.fail_after(30):
+            await service.active.done.wait()
+        nursery.cancel_scope.cancel()
+    run = next(s for s in sink.spans if s.name == "run")
+    assert run.trace_id == trace_id_for(run_id) and run.status == "error"  # the model port is closed
+    assert {s.name for s in sink.spans} >= {"run", "invoke_agent lead", "chat sim"}

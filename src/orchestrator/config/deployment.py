@@ -35,12 +35,14 @@ __all__ = [
     "InterruptTriggers",
     "LoggingConfig",
     "ModelConfig",
+    "ObservabilityConfig",
     "api_base_problem",
     "attr_name",
     "decode_deployment",
     "deployment_problems",
     "fetch_host_allowed",
     "field_value",
+    "observability_problems",
     "role_reference_problems",
 ]
 
@@ -129,6 +131,24 @@ class FetchUrlConfig(StrictBase):
     allow_hosts: list[str] | None = None
 
 
+class ObservabilityConfig(StrictBase):
+    """The trace export (docs/observability.md): what the standard ``OTEL_*`` variables do not cover.
+
+    A variable wins over a field here; the block's presence turns the export on unless ``enabled`` is
+    false. Credentials (``OTEL_EXPORTER_OTLP_HEADERS``) never belong in the file.
+    """
+
+    enabled: bool = True
+    #: the collector's OTLP/HTTP base URL (``/v1/traces`` is appended), when ``OTEL_EXPORTER_OTLP_ENDPOINT``
+    #: is not set
+    endpoint: str | None = None
+    service_name: str | None = None
+    capture_message_content: bool = False
+    max_queue_size: int | None = None
+    export_timeout_seconds: float | None = None
+    shutdown_timeout_seconds: float | None = None
+
+
 class Deployment(StrictBase):
     """The whole deployment file."""
 
@@ -141,6 +161,8 @@ class Deployment(StrictBase):
     #: Variables tool subprocesses get besides the base list (``config.secrets.BASE_TOOL_ENVIRONMENT``).
     tool_environment: list[str] = []
     fetch_url: FetchUrlConfig | None = None
+    #: the OpenTelemetry trace export (off unless configured)
+    observability: ObservabilityConfig | None = None
 
 
 #: One value finding: the dotted wire path of the field, and what is wrong with it.
@@ -242,6 +264,8 @@ def deployment_problems(deployment: Deployment, role_names: Collection[str] | No
     problems.extend(_tool_environment_problems(deployment.tool_environment))
     if deployment.fetch_url is not None and deployment.fetch_url.allow_hosts is not None:
         problems.extend(_allow_host_problems(deployment.fetch_url.allow_hosts))
+    if deployment.observability is not None:
+        problems.extend(observability_problems(deployment.observability))
     if role_names is not None:
         problems.extend(role_reference_problems(deployment, role_names))
     return problems
@@ -308,6 +332,32 @@ def api_base_problem(url: str) -> str | None:
     if port == 0:
         return f"has an invalid port (got {url!r}): the port must be a number from 1 to 65535"
     return None
+
+
+def observability_problems(block: ObservabilityConfig) -> list[FieldProblem]:
+    """The ``observability`` block's value rules: an http(s) endpoint, positive bounds."""
+    problems: list[FieldProblem] = []
+    if block.endpoint is not None:
+        parts = urlsplit(block.endpoint.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            problems.append(
+                (
+                    "observability.endpoint",
+                    f"must be the collector's http:// or https:// base URL, like http://127.0.0.1:4318 "
+                    f"(got {block.endpoint!r})",
+                )
+            )
+    if block.max_queue_size is not None and block.max_queue_size <= 0:
+        problems.append(("observability.maxQueueSize", f"must be a positive integer (got {block.max_queue_size})"))
+    for field, value in (
+        ("observability.exportTimeoutSeconds", block.export_timeout_seconds),
+        ("observability.shutdownTimeoutSeconds", block.shutdown_timeout_seconds),
+    ):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            problems.append((field, f"must be a positive number of seconds (got {value})"))
+    if block.service_name is not None and not block.service_name.strip():
+        problems.append(("observability.serviceName", "must be a non-empty string"))
+    return problems
 
 
 def role_reference_problems(deployment: Deployment, role_names: Collection[str]) -> list[FieldProblem]:

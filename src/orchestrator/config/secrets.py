@@ -119,6 +119,8 @@ _PLAIN_VALUE = re.compile(
     r"(?:~?/[^\s:]*)(?::~?/[^\s:]*)*:?|[0-9\s.,:;+-]+|[A-Za-z]+(?: [A-Za-z]+)*"
     r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[a-z][a-z0-9+.-]*://[^\s@?#]*"
 )
+#: Variables that hold credentials although their names do not say so (the OTLP exporter's headers).
+_SECRET_VARIABLES = frozenset({"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"})
 
 
 class Secret(msgspec.Struct, frozen=True, kw_only=True):
@@ -171,11 +173,14 @@ def scrub(texts: list[str], secret: str | None) -> list[str]:
 
 def looks_secret(name: str) -> bool:
     """Whether a variable's name marks it secret: it contains KEY, TOKEN, SECRET, PASSW(ORD), PWD, DSN,
-    CREDENTIAL, AUTH, COOKIE, SESSION, WEBHOOK or PRIVATE, or PAT as a word (any case).
+    CREDENTIAL, AUTH, COOKIE, SESSION, WEBHOOK or PRIVATE, or PAT as a word (any case),
+    or it is one of the OTLP headers variables (collector credentials).
 
     ``PWD``/``OLDPWD`` are the shell's; the deployment overrides are configuration, not secrets, whatever
     their names say (``ORCHESTRATOR_MAX_TOKENS``, ``ORCHESTRATOR_INTERRUPT_EVERY_TOKENS``).
     """
+    if name in _SECRET_VARIABLES:
+        return True
     return _SECRET_NAME.search(name) is not None and name not in _OVERRIDE_VARIABLES and name not in _ORDINARY_NAMES
 
 

@@ -16,6 +16,7 @@ import msgspec
 
 from orchestrator.config.deployment import (
     Deployment,
+    ObservabilityConfig,
     decode_deployment,
     deployment_problems,
     field_value,
@@ -339,6 +340,7 @@ def render_settings(settings: Settings) -> dict[str, Any]:
         },
         "contextPolicy": _builtins(deployment.context_policy),
         "logging": None if deployment.logging is None else _builtins(deployment.logging),
+        "observability": _observability(deployment.observability),
         "mcpServers": {
             name: {
                 "command": server.command,
@@ -375,6 +377,21 @@ def render_settings(settings: Settings) -> dict[str, Any]:
     }
     # A secret echoed as, say, a model name or a role description is scrubbed too.
     return cast("dict[str, Any]", settings.redactor().redact_value(rendered))
+
+
+def _observability(block: ObservabilityConfig | None) -> dict[str, Any] | None:
+    """The trace-export block with every field (``check`` shows what is in force, defaults included)."""
+    if block is None:
+        return None
+    return {
+        "enabled": block.enabled,
+        "endpoint": block.endpoint,
+        "serviceName": block.service_name,
+        "captureMessageContent": block.capture_message_content,
+        "maxQueueSize": block.max_queue_size,
+        "exportTimeoutSeconds": block.export_timeout_seconds,
+        "shutdownTimeoutSeconds": block.shutdown_timeout_seconds,
+    }
 
 
 def _builtins(struct: msgspec.Struct) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from orchestrator.engine.runner import (
 )
 from orchestrator.engine.state import RunState
 from orchestrator.llm import LlmTimeouts
+from orchestrator.observability.live import SpanSubmitter, run_listener
 from orchestrator.projectsettings import read_project_settings, resolve_effort, resolve_log_level
 from orchestrator.service import queue as q
 from orchestrator.service.active import ActiveRun
@@ -120,10 +121,12 @@ class Service:
         meta_reader: MetaReader = read_meta,
         seal: QueueSeal | None = None,
         trust: TrustReport | None = None,
+        trace_sink: SpanSubmitter | None = None,
     ) -> None:
         """``meta_reader`` reads a run folder's ``meta.json`` for the scheduler (tests pass a counting one).
         ``seal``: binds queue items to this service (``serve`` always passes one; without it every item in
-        the file counts as accepted). ``trust``: the workspace-trust verdict the page and API show."""
+        the file counts as accepted). ``trust``: the workspace-trust verdict the page and API show.
+        ``trace_sink``: where each run's spans go (docs/observability.md), when the export is on."""
         self.settings = settings
         #: redacts what arrives through the API (tasks, answers, messages) before it is stored or used
         self.redactor = run_redactor(settings, workspace)
@@ -143,6 +146,7 @@ class Service:
         self._tick_lock = trio.Lock()
         self._probe_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
+        self.trace_sink = trace_sink
 
     def attach(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
@@ -274,9 +278,11 @@ class Service:
         self.hub.active_run = active.run_id
 
     def _services(self, active: ActiveRun, *, queue_tracked: bool) -> RunServices:
+        trace = None if self.trace_sink is None else run_listener(self.trace_sink, active.run_dir, self.settings)
         return RunServices(
             timeouts=self.timeouts,
-            on_delta=self.hub.publish,
+            on_delta=self.hub.publish if trace is None else trace.tee(self.hub.publish),
+            log_listeners=[] if trace is None else [trace],
             interrupts=active.interrupts,
             human=self.questions,
             queue_tracked=queue_tracked,

@@ -31,6 +31,7 @@ from orchestrator.fsutil import atomic_write
 from orchestrator.lifecycle import wind_down_seconds
 from orchestrator.llm import timeouts_from_env
 from orchestrator.mcpclient import check_mcp_servers
+from orchestrator.observability.live import close_sink, open_sink
 from orchestrator.service.app import create_app
 from orchestrator.service.core import Service
 from orchestrator.service.errorpage import Waiting, create_error_app
@@ -329,8 +330,16 @@ async def _serve_main(
             return EXIT_CONFIG
         for note in shown_notes(settings.notes) if shown_notes is not None else settings.notes:
             print(f"orchestrator: {note}", file=sys.stderr)
+        sink = open_sink(env, settings.deployment.observability)
         service = Service(
-            settings, workspace, timeouts=timeouts, title=title, build=build_info(), seal=seal, trust=trust
+            settings,
+            workspace,
+            timeouts=timeouts,
+            title=title,
+            build=build_info(),
+            seal=seal,
+            trust=trust,
+            trace_sink=sink,
         )
         app = create_app(service, policy_from_env(token, host, env), limits)
         busy = False
@@ -364,4 +373,5 @@ async def _serve_main(
                 if run_id is not None:  # the demo opens on its run's replay, not on an empty form
                     link = replay_link(open_link(binds[0], token), run_id)
                     print(f"orchestrator: watch the demo run {run_id}: open {link}", flush=True)
+        await close_sink(sink)
         return EXIT_BUSY if busy else EXIT_OK

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Mapping
 from functools import partial
+from typing import TYPE_CHECKING
 
 import anyio
 import trio
@@ -22,6 +23,9 @@ from orchestrator.workflow.server import WorkflowMCP, build_server, build_state,
 from orchestrator.workflow.serverconfig import WorkflowSettings
 from orchestrator.workflow.stdio import Tap, serve_stdio
 from orchestrator.workflow.tools.runtime import JsonLog
+
+if TYPE_CHECKING:
+    from orchestrator.observability.sink import SpanSink
 
 __all__ = ["run_stdio", "serve_main"]
 
@@ -65,6 +69,22 @@ def _config_error(log: JsonLog, message: str) -> int:
     return 2
 
 
+def _trace_export(server: WorkflowMCP, env: Mapping[str, str]) -> SpanSink | None:
+    """Each tool call as a span (docs/observability.md) when an OTLP endpoint is set; the OpenTelemetry
+    modules are imported only then, so a server without it starts as fast as before."""
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true" or not (
+        env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    ):
+        return None
+    from orchestrator.observability.live import open_sink
+    from orchestrator.observability.mcpspans import McpCallExporter
+
+    sink = open_sink(env, None)
+    if sink is not None:
+        server.call_listeners.append(McpCallExporter(sink))
+    return sink
+
+
 def serve_main(
     settings: WorkflowSettings,
     env: Mapping[str, str],
@@ -96,6 +116,7 @@ def serve_main(
         server = build_server(state)
     except (WorkspaceConfigError, SessionStoreError) as exc:
         return _config_error(log, exc.message)
+    sink = _trace_export(server, env)
     log.info(
         "server_started",
         name=settings.server_name,
@@ -125,6 +146,8 @@ def serve_main(
             raise
         return _config_error(log, f"cannot listen on {settings.host}:{settings.port}: {found.strerror or found}")
     log.info("server_stopped")
+    if sink is not None:
+        sink.close()  # bounded by its shutdown timeout
     if hard_exit:
         sys.stdout.flush()
         sys.stderr.flush()

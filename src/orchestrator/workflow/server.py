@@ -23,6 +23,7 @@ import re
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ from orchestrator.workflow.tools.params import validate_args
 from orchestrator.workflow.tools.render import to_json
 from orchestrator.workflow.tools.runtime import CorpusCache, JsonLog
 
-__all__ = ["TOOL_TABLE", "WorkflowMCP", "build_server", "build_state", "preload_corpus"]
+__all__ = ["TOOL_TABLE", "CallRecord", "WorkflowMCP", "build_server", "build_state", "preload_corpus"]
 
 # One row per tool. A new tools module adds its ToolSpecs here, one line each.
 TOOL_TABLE: tuple[ToolSpec, ...] = (
@@ -150,6 +151,21 @@ def _error_text(exc: BaseException) -> str:
     return f"InternalError: {type(exc).__name__}: {exc}"
 
 
+@dataclass(frozen=True)
+class CallRecord:
+    """One finished tool call, as ``WorkflowMCP.call_listeners`` see it (the trace export's input)."""
+
+    tool: str
+    started_ns: int
+    ms: float
+    session_index: str | None
+    workflow: str
+    activity: str
+    agent_id: str
+    #: the error code of a failed call (``None``: it succeeded)
+    error_code: str | None
+
+
 class WorkflowMCP(MCPServer):
     """``MCPServer`` whose tools come from a ``ToolSpec`` table with explicit input schemas."""
 
@@ -161,6 +177,8 @@ class WorkflowMCP(MCPServer):
             warn_on_duplicate_resources=False,
         )
         self.state = state
+        #: called with every finished tool call; must not block (a failing one is logged, never raised)
+        self.call_listeners: list[Callable[[CallRecord], None]] = []
         self.specs: dict[str, ToolSpec] = {}
         for spec in tools:
             if spec.name in self.specs:
@@ -180,6 +198,7 @@ class WorkflowMCP(MCPServer):
     def dispatch(self, name: str, arguments: Mapping[str, Any] | None) -> CallToolResult:
         """Run one tool call through the whole pipeline (synchronously)."""
         started = time.perf_counter()
+        started_ns = time.time_ns()
         spec = self.specs.get(name)
         raw = dict(arguments or {})
         call = McpCall(self.state, name, {})
@@ -201,6 +220,8 @@ class WorkflowMCP(MCPServer):
         ms = (time.perf_counter() - started) * 1000
         self._trace(call, ms, error, code)
         self._audit(call, raw, ms, error, code)
+        if self.call_listeners:
+            self._notify(call, started_ns, ms, code)
         if error is not None:
             return CallToolResult(content=[TextContent(type="text", text=error)], is_error=True)
         assert result is not None
@@ -234,6 +255,24 @@ class WorkflowMCP(MCPServer):
         if warning:
             self.state.log.warn("trace_evicted", message=warning)
 
+    def _notify(self, call: McpCall, started_ns: int, ms: float, code: str | None) -> None:
+        session = call.session
+        record = CallRecord(
+            tool=call.tool,
+            started_ns=started_ns,
+            ms=ms,
+            session_index=call.trace_index,
+            workflow=session.state.workflow_id if session is not None else "",
+            activity=session.state.current_activity if session is not None else "",
+            agent_id=call.agent_id or (session.state.agent_id if session is not None else ""),
+            error_code=code,
+        )
+        for listener in self.call_listeners:
+            try:
+                listener(record)
+            except Exception as exc:  # an observer must never turn a result into a failure
+                self.state.log.error("call_listener_failed", tool=call.tool, error=_error_text(exc))
+
     def _audit(self, call: McpCall, raw: dict[str, Any], ms: float, error: str | None, code: str | None) -> None:
         fields: dict[str, Any] = {"tool": call.tool, "ms": round(ms, 3), "outcome": "error" if error else "ok"}
         if call.trace_index:
@@ -255,7 +294,10 @@ class WorkflowMCP(MCPServer):
 
         self.add_resource(
             FunctionResource.from_function(
-                index, uri="workflow-server://schemas", name="schemas", mime_type="application/json",
+                index,
+                uri="workflow-server://schemas",
+                name="schemas",
+                mime_type="application/json",
                 description="Index of the JSON schemas for workflow, activity, condition, technique and state.",
             )
         )

@@ -1,0 +1,166 @@
+"""The one place the OpenTelemetry SDK is used: finished ``SpanData`` → the SDK's spans → a
+``BatchSpanProcessor`` with a bounded queue → the OTLP/HTTP exporter, in the processor's own thread.
+
+``submit`` only converts and enqueues (a deque append): the trio code that calls it never waits on the
+network. A collector that is down, slow or refusing costs spans, not time: a full queue drops the
+oldest, a failed export drops its batch; both are counted (``ExportReport``) and the first failure is
+logged once. ``close`` is the one blocking call, bounded by ``shutdownTimeoutSeconds``; async callers
+run it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from orchestrator import __version__
+from orchestrator.observability.config import ExportConfig
+from orchestrator.observability.spans import SpanData
+
+__all__ = ["ExportReport", "SpanSink", "to_readable"]
+
+logger = logging.getLogger("orchestrator.observability")
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_SCOPE = InstrumentationScope("orchestrator", __version__)
+_KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT, "server": SpanKind.SERVER}
+_STATUS = {"unset": StatusCode.UNSET, "ok": StatusCode.OK, "error": StatusCode.ERROR}
+#: The SDK's own loggers repeat every failed attempt; the sink reports drops itself, once.
+_QUIET = ("opentelemetry.exporter", "opentelemetry.sdk._shared_internal")
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    """What became of the spans handed to a sink."""
+
+    submitted: int
+    exported: int
+
+    @property
+    def dropped(self) -> int:
+        return self.submitted - self.exported
+
+
+def to_readable(span: SpanData, resource: Resource) -> ReadableSpan:
+    """The SDK's read-only span for one finished ``SpanData`` (ids, times and tree kept as they are)."""
+    context = SpanContext(span.trace_id, span.span_id, is_remote=False, trace_flags=_SAMPLED)
+    parent = (
+        None
+        if span.parent_id is None
+        else SpanContext(span.trace_id, span.parent_id, is_remote=False, trace_flags=_SAMPLED)
+    )
+    return ReadableSpan(
+        name=span.name,
+        context=context,
+        parent=parent,
+        resource=resource,
+        attributes=dict(span.attributes),
+        events=[Event(e.name, dict(e.attributes), e.time_ns) for e in span.events],
+        links=[Link(SpanContext(t, s, is_remote=True, trace_flags=_SAMPLED)) for t, s in span.links],
+        kind=_KINDS[span.kind],
+        status=Status(_STATUS[span.status], span.status_message or None)
+        if span.status == "error"
+        else Status(_STATUS[span.status]),
+        start_time=span.start_ns,
+        end_time=span.end_ns,
+        instrumentation_scope=_SCOPE,
+    )
+
+
+class _Counting(SpanExporter):
+    """Wraps the real exporter: counts what it delivered, logs the first failure once."""
+
+    def __init__(self, inner: SpanExporter, endpoint: str) -> None:
+        self.inner = inner
+        self.endpoint = endpoint
+        self.exported = 0
+        self._warned = False
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            result = self.inner.export(spans)
+        except Exception:  # an exporter must not take the worker thread down
+            result = SpanExportResult.FAILURE
+        with self._lock:
+            if result is SpanExportResult.SUCCESS:
+                self.exported += len(spans)
+            elif not self._warned:
+                self._warned = True
+                logger.warning(
+                    "trace export to %s failed; spans are dropped until it answers (the run goes on)", self.endpoint
+                )
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+class SpanSink:
+    """A process's trace export: many runs may submit to one sink; ``close`` once at the end."""
+
+    def __init__(
+        self, config: ExportConfig, exporter: SpanExporter | None = None, *, schedule_delay_millis: float | None = None
+    ) -> None:
+        for name in _QUIET:
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+        self.config = config
+        inner = exporter or OTLPSpanExporter(
+            endpoint=config.endpoint, headers=config.headers or None, timeout=config.export_timeout_seconds
+        )
+        self._exporter = _Counting(inner, config.endpoint)
+        queue = config.max_queue_size
+        self._processor = BatchSpanProcessor(
+            self._exporter,
+            max_queue_size=queue,
+            schedule_delay_millis=schedule_delay_millis,
+            max_export_batch_size=min(queue, 512) if queue is not None else None,
+        )
+        self.resource = Resource.create({"service.name": config.service_name})
+        self.submitted = 0
+        self._closed = False
+
+    @property
+    def capture_content(self) -> bool:
+        return self.config.capture_content
+
+    def submit(self, spans: Sequence[SpanData]) -> None:
+        """Enqueue finished spans; never blocks (a full queue drops its oldest span)."""
+        if self._closed:
+            return
+        for span in spans:
+            self._processor.on_end(to_readable(span, self.resource))
+        self.submitted += len(spans)
+
+    def report(self) -> ExportReport:
+        return ExportReport(submitted=self.submitted, exported=self._exporter.exported)
+
+    def close(self) -> ExportReport:
+        """Send what is queued, waiting at most ``shutdownTimeoutSeconds``; the rest is dropped."""
+        if not self._closed:
+            self._closed = True
+            # The processor's own shutdown waits up to 30 s on a slow collector: bound it from outside
+            # (a daemon thread left behind ends with the process).
+            stopper = threading.Thread(target=self._processor.shutdown, name="otel-sink-close", daemon=True)
+            stopper.start()
+            stopper.join(self.config.shutdown_timeout_seconds)
+        report = self.report()
+        if report.dropped:
+            logger.warning(
+                "trace export: %d of %d spans dropped (collector at %s)",
+                report.dropped,
+                report.submitted,
+                self.config.endpoint,
+            )
+        return report
