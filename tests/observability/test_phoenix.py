@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import httpx
 import pytest
 from tests.observability.collector import closed_port
 from tests.observability.test_spans import INFO, big_run
+from tests.slowness import budget
 
 from orchestrator.observability.config import ExportConfig
 from orchestrator.observability.sink import SpanSink
@@ -49,8 +51,9 @@ def phoenix(tmp_path: Path) -> Iterator[str]:
     proc = subprocess.Popen([str(PHOENIX), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
+        deadline = time.monotonic() + budget(60)  # start-up takes seconds on a quiet machine
         with httpx.Client(timeout=2) as client:
-            for _ in range(600):  # until it answers its health check (or died): start-up takes seconds
+            while time.monotonic() < deadline:  # until it answers its health check (or died)
                 if proc.poll() is not None:
                     pytest.fail(f"phoenix exited {proc.returncode}: {(tmp_path / 'phoenix.log').read_text()[-2000:]}")
                 try:
@@ -61,7 +64,7 @@ def phoenix(tmp_path: Path) -> Iterator[str]:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=0.1)
             else:
-                pytest.fail("phoenix did not answer /healthz within a minute")
+                pytest.fail(f"phoenix did not answer /healthz within {budget(60):.0f} s")
         yield url
     finally:
         proc.terminate()
