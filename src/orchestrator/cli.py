@@ -402,6 +402,7 @@ async def _execute(
             lambda: execute_run(settings, workspace, request, services),
             services.interrupts,
             seconds=wind_down_seconds(env),
+            say=_say,
         )
     except RunIdCollision as exc:
         print(f"orchestrator: run id {exc} is taken (one run per second); try again", file=sys.stderr)
@@ -409,6 +410,11 @@ async def _execute(
     except InvalidContinuation as exc:
         raise ConfigError(str(exc)) from None
     return _report(outcome, wind_down, as_json)
+
+
+def _say(line: str) -> None:
+    """A line for the operator on stderr, at once."""
+    print(f"orchestrator: {line}", file=sys.stderr, flush=True)
 
 
 def _report(outcome: RunOutcome | None, wind_down: WindDown, as_json: bool) -> int:
@@ -419,6 +425,8 @@ def _report(outcome: RunOutcome | None, wind_down: WindDown, as_json: bool) -> i
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
+    if wind_down.signalled:
+        _say(f"run {outcome.run_id} finished during the wind-down ({outcome.card.status})")
     _print_outcome(outcome, as_json)
     return EXIT_OK if outcome.card.status == "success" else EXIT_RUN_FAILED
 
@@ -433,12 +441,13 @@ async def _resume(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if found is None:
         print("orchestrator: no run to resume", file=sys.stderr)
         return EXIT_OK
-    print(f"orchestrator: resuming {found.run_dir.name} ({len(found.state.frames)} live roles)", file=sys.stderr)
+    _say(f"{found.announcement()} ({len(found.state.frames)} live roles)")
     services = _narrated(args, env)
     outcome, wind_down = await run_with_wind_down(
         lambda: resume_run(settings, workspace, found.run_dir, found.state, found.seq, services),
         services.interrupts,
         seconds=wind_down_seconds(env),
+        say=_say,
     )
     return _report(outcome, wind_down, args.json)
 

@@ -27,9 +27,9 @@ from orchestrator.engine.runfolder import (
     runs_root,
     write_meta,
 )
-from orchestrator.engine.state import RunState
+from orchestrator.engine.state import RunState, waiting_question
 from orchestrator.runlog.events import RunEvent
-from orchestrator.runlog.reader import read_events
+from orchestrator.runlog.reader import last_event_time, read_events
 from orchestrator.runlog.writer import utc_timestamp
 
 __all__ = ["Reconciliation", "Resumable", "missing_lifecycle_events", "reconcile_runs"]
@@ -40,6 +40,16 @@ class Resumable:
     run_dir: Path
     state: RunState
     seq: int
+    #: When the previous process stopped working on it: its log's last event (``None``: no event).
+    interrupted_at: str | None = None
+
+    def announcement(self) -> str:
+        """What a starting process says (console and page): which run resumes, from when, and the
+        question it asks again if it was waiting for an answer."""
+        when = self.interrupted_at or "an unknown time"
+        line = f"resuming run {self.run_dir.name} from its checkpoint (interrupted at {when})"
+        asked = waiting_question(self.state)
+        return f"{line}; it asks again: {asked.question}" if asked is not None else line
 
 
 @dataclass
@@ -69,7 +79,7 @@ def reconcile_runs(workspace: Path, *, guild_path: str = "") -> Reconciliation:
             except CheckpointError as exc:
                 reason = f"could not resume: {exc}"
             else:
-                result.resumable = Resumable(run_dir, state, seq)
+                result.resumable = Resumable(run_dir, state, seq, last_event_time(run_dir / "log.jsonl"))
                 continue
         _mark_interrupted(run_dir, meta, reason, guild_path)
         result.interrupted[run_dir.name] = reason
