@@ -35,6 +35,10 @@ from orchestrator.runlog.writer import utc_timestamp
 __all__ = ["Reconciliation", "Resumable", "missing_lifecycle_events", "reconcile_runs"]
 
 
+#: How much of a pending question the resume announcement quotes (``/api/config`` has it whole).
+ANNOUNCED_QUESTION_CHARS = 200
+
+
 @dataclass
 class Resumable:
     run_dir: Path
@@ -49,7 +53,10 @@ class Resumable:
         when = self.interrupted_at or "an unknown time"
         line = f"resuming run {self.run_dir.name} from its checkpoint (interrupted at {when})"
         asked = waiting_question(self.state)
-        return f"{line}; it asks again: {asked.question}" if asked is not None else line
+        if asked is None:
+            return line
+        question = " ".join(asked.question.split())  # one line, whatever the model wrote
+        return f"{line}; it asks again: {question[:ANNOUNCED_QUESTION_CHARS]}"
 
 
 @dataclass
