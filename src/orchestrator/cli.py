@@ -441,7 +441,7 @@ async def _resume(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if found is None:
         print("orchestrator: no run to resume", file=sys.stderr)
         return EXIT_OK
-    _say(f"{found.announcement()} ({len(found.state.frames)} live roles)")
+    _say(f"{found.notice().message} ({len(found.state.frames)} live roles)")
     services = _narrated(args, env)
     outcome, wind_down = await run_with_wind_down(
         lambda: resume_run(settings, workspace, found.run_dir, found.state, found.seq, services),

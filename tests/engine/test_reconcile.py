@@ -14,7 +14,7 @@ from tests.engine.checkpoint_states import DEEP_JSON, WRONG_SNAPSHOTS
 
 from orchestrator.conversation import Message
 from orchestrator.engine.checkpoint import JOURNAL, SNAPSHOT
-from orchestrator.engine.reconcile import Resumable, reconcile_runs
+from orchestrator.engine.reconcile import Resumable, ResumeNotice, reconcile_runs
 from orchestrator.engine.runfolder import RunMeta, read_meta, runs_root, write_meta
 from orchestrator.engine.state import AskedQuestion, PendingTurn, RoleFrame, RunState
 
@@ -104,8 +104,13 @@ def test_the_resume_announcement_names_the_run_the_time_and_the_question_asked_a
     )
     state = RunState(run_id=RUN_ID, started_at="2025-01-01T00:00:00Z", frames=[frame])
     plain = Resumable(run_dir, state, 1)
-    assert plain.announcement() == f"resuming run {RUN_ID} from its checkpoint (interrupted at an unknown time)"
+    assert plain.notice() == ResumeNotice(
+        RUN_ID, None, None, f"resuming run {RUN_ID} from its checkpoint (interrupted at an unknown time)"
+    )
     state.frames.append(waiting)
-    announced = Resumable(run_dir, state, 1, "2025-01-01T00:05:00.000Z").announcement()
+    notice = Resumable(run_dir, state, 1, "2025-01-01T00:05:00.000Z").notice()
+    assert notice.question == asking.question  # whole, as asked
+    state.frames.pop()
+    announced = notice.message  # fixed when the start announced it, whatever the run does next
     assert announced.startswith(f"resuming run {RUN_ID} from its checkpoint (interrupted at 2025-01-01T00:05:00.000Z)")
     assert announced.endswith("; it asks again: Which colour? " + "x" * 186) and "\n" not in announced

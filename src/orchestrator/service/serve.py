@@ -378,7 +378,7 @@ async def _serve_main(
             service.attach(service_nursery)
             await service.start()
             if service.resumed is not None:
-                _notice(service.resumed.announcement())
+                _notice(service.resumed.message)
             binds = await service_nursery.start(serving)
             _announce(binds, port_file, token)
             if initial_task is not None:

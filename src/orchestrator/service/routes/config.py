@@ -9,8 +9,7 @@ import msgspec
 from quart import Blueprint, Response
 
 from orchestrator.config import Settings
-from orchestrator.engine.reconcile import Resumable
-from orchestrator.engine.state import waiting_question
+from orchestrator.engine.reconcile import ResumeNotice
 from orchestrator.projectsettings import ProjectSettings, read_project_settings, write_project_settings
 from orchestrator.service.core import Service
 from orchestrator.service.routes.common import error_response, json_response, optional_choice, read_body
@@ -59,14 +58,13 @@ def config_view(settings: Settings, build: dict[str, str | None] | None) -> dict
     }
 
 
-def resumed_view(found: Resumable) -> dict[str, Any]:
+def resumed_view(notice: ResumeNotice) -> dict[str, Any]:
     """The run this start resumed from its checkpoint, as the page's notice shows it."""
-    asked = waiting_question(found.state)
     return {
-        "runId": found.run_dir.name,
-        "interruptedAt": found.interrupted_at,
-        "question": asked.question if asked is not None else None,
-        "message": found.announcement(),
+        "runId": notice.run_id,
+        "interruptedAt": notice.interrupted_at,
+        "question": notice.question,
+        "message": notice.message,
     }
 
 
