@@ -268,7 +268,8 @@ async def test_ctrl_c_says_what_it_does_and_a_pending_question_is_asked_again_af
             sent = len(await sim.responses_requests())
             await server.http.aclose()
             server.process.send_signal(signal.SIGINT)
-            await _said(server, f"winding down: run {run_id} is asked to wrap up at its next step")
+            said = await _said(server, f"winding down: run {run_id} is asked to wrap up at its next step")
+            assert "a question pending now is asked again after the restart" in said
             assert server.alive()
             server.process.send_signal(signal.SIGINT)
             assert await _exit_code(server) == 130, server.stderr()

@@ -354,7 +354,11 @@ async def _serve_main(
             nonlocal busy
             await signals.__anext__()
             active = service.active
-            _notice(winding_down(active.run_id, wind_down) if active is not None else "stopping (no run is active)")
+            if active is None:
+                _notice("stopping (no run is active)")
+            else:
+                waiting = " (it waits for an answer: a question pending now is asked again after the restart)"
+                _notice(winding_down(active.run_id, wind_down) + (waiting if service.questions.list() else ""))
 
             async def watch_second() -> None:
                 await signals.__anext__()
