@@ -420,10 +420,16 @@ async def _execute(
             lambda: execute_prepared(settings, workspace, prepared, services),
             services.interrupts,
             seconds=wind_down_seconds(env),
+            say=_say,
         )
     finally:
         await close_sink(sink)
     return _report(outcome, wind_down, as_json)
+
+
+def _say(line: str) -> None:
+    """A line for the operator on stderr, at once."""
+    print(f"orchestrator: {line}", file=sys.stderr, flush=True)
 
 
 def _report(outcome: RunOutcome | None, wind_down: WindDown, as_json: bool) -> int:
@@ -434,6 +440,8 @@ def _report(outcome: RunOutcome | None, wind_down: WindDown, as_json: bool) -> i
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
+    if wind_down.signalled:
+        _say(f"run {outcome.run_id} finished during the wind-down ({outcome.card.status})")
     _print_outcome(outcome, as_json)
     return EXIT_OK if outcome.card.status == "success" else EXIT_RUN_FAILED
 
@@ -448,7 +456,7 @@ async def _resume(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if found is None:
         print("orchestrator: no run to resume", file=sys.stderr)
         return EXIT_OK
-    print(f"orchestrator: resuming {found.run_dir.name} ({len(found.state.frames)} live roles)", file=sys.stderr)
+    _say(f"{found.notice().message} ({len(found.state.frames)} live roles)")
     services = _narrated(args, env)
     sink = open_sink(env, settings.deployment.observability)
     if sink is not None:
@@ -458,6 +466,7 @@ async def _resume(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             lambda: resume_run(settings, workspace, found.run_dir, found.state, found.seq, services),
             services.interrupts,
             seconds=wind_down_seconds(env),
+            say=_say,
         )
     finally:
         await close_sink(sink)

@@ -3,6 +3,9 @@
 First signal: post the wind-down notice into the run (it lands in the entry role's history at the next
 safe point) and give the run ``wind_down_seconds`` to finish. A second signal, or the deadline, cancels
 the run scope; the last checkpoint stays on disk and the next start resumes it.
+
+What the operator reads on stderr comes from here too (``orchestrator run`` and ``serve`` say the same):
+``winding_down`` at once on the first signal, ``STOPPING_NOW`` on the second, then the outcome.
 """
 
 from __future__ import annotations
@@ -17,7 +20,15 @@ import trio
 from orchestrator.engine.interrupts import InterruptQueue
 from orchestrator.errors import ConfigError
 
-__all__ = ["WIND_DOWN_NOTICE", "WindDown", "run_with_wind_down", "wind_down_seconds"]
+__all__ = [
+    "STOPPING_NOW",
+    "WIND_DOWN_NOTICE",
+    "WindDown",
+    "run_with_wind_down",
+    "stopped_line",
+    "wind_down_seconds",
+    "winding_down",
+]
 
 T = TypeVar("T")
 
@@ -26,6 +37,21 @@ WIND_DOWN_NOTICE = (
     "and finish with a summary of what is done and what remains, so the work can be picked up later."
 )
 DEFAULT_WIND_DOWN_SECONDS = 30.0
+STOPPING_NOW = "stopping now: the run stops where it stands; its last checkpoint is kept"
+
+
+def winding_down(run_id: str | None, seconds: float) -> str:
+    """The line printed the moment the first signal arrives while a run is active."""
+    subject = f"run {run_id}" if run_id else "the run"
+    return (
+        f"winding down: {subject} is asked to wrap up at its next step and has up to {seconds:g} s to finish; "
+        "Ctrl-C again to stop it now"
+    )
+
+
+def stopped_line(run_id: str, how_to_resume: str) -> str:
+    """The outcome when the run had to be abandoned (the deadline passed, or a second signal)."""
+    return f"stopped; run {run_id} {how_to_resume}"
 
 
 def wind_down_seconds(env: Mapping[str, str]) -> float:
@@ -51,9 +77,14 @@ class WindDown:
 
 
 async def run_with_wind_down(
-    body: Callable[[], Awaitable[T]], interrupts: InterruptQueue, *, seconds: float
+    body: Callable[[], Awaitable[T]],
+    interrupts: InterruptQueue,
+    *,
+    seconds: float,
+    say: Callable[[str], None] | None = None,
 ) -> tuple[T | None, WindDown]:
-    """Run ``body`` under the signal policy above; returns its result (``None`` if cancelled).
+    """Run ``body`` under the signal policy above; returns its result (``None`` if cancelled). ``say``
+    gets ``winding_down`` the moment the first signal arrives and ``STOPPING_NOW`` on the second.
 
     An exception from ``body`` propagates unchanged (not wrapped in an exception group).
     """
@@ -68,8 +99,12 @@ async def run_with_wind_down(
                 await signals.__anext__()
                 status.signalled = True
                 interrupts.post_notice(WIND_DOWN_NOTICE)
+                if say is not None:
+                    say(winding_down(None, seconds))
                 with trio.move_on_after(seconds):
                     await signals.__anext__()
+                    if say is not None:
+                        say(STOPPING_NOW)
                 run_scope.cancel()
 
             nursery.start_soon(watch)

@@ -96,6 +96,8 @@ async def test_sigterm_winds_down_at_a_safe_point_and_exits_with_the_card(tmp_pa
         requests = await sim.responses_requests()
     assert code == 0, err.decode()
     assert json.loads(out)["summary"] == "wound down cleanly"
+    assert b"winding down: the run is asked to wrap up" in err
+    assert b"finished during the wind-down (success)" in err
     (run_dir,) = runs_root(workspace).iterdir()
     notices = [e["payload"] for e in read_events(run_dir / "log.jsonl") if e["type"] == "operator_notice"]
     assert len(notices) == 1 and notices[0]["roleId"] == "lead-0-1"
@@ -136,6 +138,7 @@ async def test_a_run_still_busy_after_the_wind_down_exits_130_and_resumes(tmp_pa
         resumed = await _start(["resume", "--workspace", str(workspace), *config, "--json"], {})
         code, out, err = await _finish(resumed)
     assert code == 0, err.decode()
+    assert f"resuming run {run_dir.name} from its checkpoint (interrupted at ".encode() in err
     card = json.loads(out)
     assert card["summary"] == "resumed and done" and card["runId"] == run_dir.name
     events = read_events(run_dir / "log.jsonl")
@@ -156,14 +159,28 @@ async def test_a_second_signal_stops_the_wind_down_at_once(tmp_path: Path, sim_f
         process = await _start(["run", "--workspace", str(workspace), *_config(tmp_path, sim.base_url), "go"], {})
         try:
             await _wait_for_event(workspace, _leaf_started)
-            process.send_signal(signal.SIGTERM)  # the leaf is stuck in its model call: no safe point comes
+            process.send_signal(signal.SIGINT)  # Ctrl-C: the leaf is stuck in its model call, no safe point comes
+            said = await _read_until(process, b"Ctrl-C again to stop it now")  # printed at once
+            assert b"winding down: the run is asked to wrap up at its next step and has up to 30 s" in said
             process.send_signal(signal.SIGINT)
             with trio.fail_after(10):  # far below the default 30 s wind-down
-                code, _, _ = await _finish(process)
+                code, _, err = await _finish(process)
         finally:
             if process.returncode is None:
                 process.kill()
     assert code == 130
+    assert b"stopping now" in err and b"`orchestrator resume` continues it" in err
+
+
+async def _read_until(process: trio.Process, text: bytes) -> bytes:
+    """Read the process's stderr (bounded) until it holds ``text``; what was read."""
+    said = bytearray()
+    with trio.fail_after(20):
+        while text not in said:
+            chunk = await process.stderr.receive_some()
+            assert chunk, f"stderr closed before {text!r}: {bytes(said)!r}"
+            said.extend(chunk)
+    return bytes(said)
 
 
 async def test_resume_with_nothing_to_resume_exits_zero(tmp_path: Path, sim_for) -> None:

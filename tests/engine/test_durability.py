@@ -15,6 +15,7 @@ from orchestrator.engine.checkpoint import load_checkpoint
 from orchestrator.engine.reconcile import reconcile_runs
 from orchestrator.engine.runfolder import read_meta, runs_root
 from orchestrator.engine.runner import RunRequest, RunServices, execute_run, resume_run
+from orchestrator.engine.state import waiting_question
 from orchestrator.runlog import read_events
 from orchestrator.runlog.events import RunEvent
 
@@ -125,6 +126,55 @@ async def test_a_finished_child_is_not_rerun_after_a_restart(tmp_path: Path, sim
     starts, finishes = _pairs(events)
     assert starts == ["lead-0-1", "leaf-1-2", "leaf-1-3"]  # instance counters keep rising
     assert sorted(finishes) == sorted(starts)
+
+
+class _Asked:
+    """A human backend: records each question; the first process "dies" while it waits (``_Kill``)."""
+
+    def __init__(self, answer: str | None) -> None:
+        self.answer = answer
+        self.asked: list[tuple[str, str, str | None]] = []
+
+    async def ask(self, question_id: str, question: str, context: str | None) -> str:
+        self.asked.append((question_id, question, context))
+        if self.answer is None:
+            raise _Kill
+        return self.answer
+
+
+async def test_a_question_pending_at_a_restart_is_asked_again_not_the_model(tmp_path: Path, sim_for) -> None:
+    script = {
+        "turns": [
+            turn("lead", call("agent", role="coder", task="paint it")),
+            turn("coder", call("run_shell", command="echo primed"), call("ask_human", question="Which colour?")),
+            turn("coder", finish("painted blue"), last="blue"),
+            turn("lead", finish("done"), last="painted blue"),
+        ]
+    }
+    async with sim_for(script) as sim:
+        settings = make_settings(tmp_path, sim.base_url, roles={**ROLES, "coder": ["ask_human", "run_shell", "finish"]})
+        first = _Asked(None)
+        services = RunServices(timeouts=FAST, human=first)
+        with pytest.raises(_Kill):
+            await execute_run(settings, tmp_path, RunRequest(task="paint"), services)
+        before = len(await sim.responses_requests())
+        found = reconcile_runs(tmp_path).resumable
+        assert found is not None
+        asked = waiting_question(found.state)
+        assert asked is not None and (asked.id, asked.question) == (first.asked[0][0], "Which colour?")
+        second = _Asked("blue")
+        services = RunServices(timeouts=FAST, human=second)
+        outcome = await resume_run(settings, tmp_path, found.run_dir, found.state, found.seq, services)
+        requests = await sim.responses_requests()
+    assert second.asked == first.asked  # the same question, under the same id
+    assert outcome.card.summary == "done"
+    assert len(requests) == before + 2  # the coder's finish and the lead's: the asking turn was not re-sent
+    coder_input = json.dumps(requests[before]["body"]["input"])
+    assert "primed" in coder_input and "blue" in coder_input  # the earlier call ran once; the answer arrived
+    events = read_events(found.run_dir / "log.jsonl")
+    assert [p["id"] for p in of_type(events, "ask_human")] == [asked.id]
+    assert of_type(events, "human_answer") == [{"id": asked.id, "answer": "blue"}]
+    assert [p["tool"] for p in of_type(events, "tool_call")].count("run_shell") == 1
 
 
 async def test_role_finished_lost_in_a_crash_is_written_on_resume(tmp_path: Path, sim_for) -> None:

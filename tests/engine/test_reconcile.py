@@ -1,5 +1,6 @@
 """Reconciliation (``engine/reconcile.py``) of a run whose checkpoint is unusable: arbitrary, wrong and
-deeply nested ``state.json`` all mark the run ``interrupted`` and remove the checkpoint."""
+deeply nested ``state.json`` all mark the run ``interrupted`` and remove the checkpoint; and what a start
+that resumes a run announces."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.engine.checkpoint_states import DEEP_JSON, WRONG_SNAPSHOTS
 
+from orchestrator.conversation import Message
 from orchestrator.engine.checkpoint import JOURNAL, SNAPSHOT
-from orchestrator.engine.reconcile import reconcile_runs
+from orchestrator.engine.reconcile import Resumable, ResumeNotice, reconcile_runs
 from orchestrator.engine.runfolder import RunMeta, read_meta, runs_root, write_meta
+from orchestrator.engine.state import AskedQuestion, PendingTurn, RoleFrame, RunState
 
 RUN_ID = "run-20250101-000000"
 
@@ -85,3 +88,29 @@ def test_a_finished_run_is_never_resumed_and_only_a_stopped_one_keeps_its_checkp
     assert (run_dir / SNAPSHOT).exists() is kept and (run_dir / JOURNAL).exists() is kept
     after = read_meta(run_dir)
     assert after is not None and after.status == status
+
+
+def test_the_resume_announcement_names_the_run_the_time_and_the_question_asked_again(tmp_path: Path) -> None:
+    run_dir = tmp_path / RUN_ID
+    asking = AskedQuestion(id="q1", question="Which\n  colour?\n" + "x" * 500)
+    assistant = Message(role="assistant", content="")
+    frame = RoleFrame(instance_id="lead-0-1", role="lead", depth=0, task="t")
+    waiting = RoleFrame(
+        instance_id="coder-1-2",
+        role="coder",
+        depth=1,
+        task="t",
+        pending=PendingTurn(assistant=assistant, asking=asking),
+    )
+    state = RunState(run_id=RUN_ID, started_at="2025-01-01T00:00:00Z", frames=[frame])
+    plain = Resumable(run_dir, state, 1)
+    assert plain.notice() == ResumeNotice(
+        RUN_ID, None, None, f"resuming run {RUN_ID} from its checkpoint (interrupted at an unknown time)"
+    )
+    state.frames.append(waiting)
+    notice = Resumable(run_dir, state, 1, "2025-01-01T00:05:00.000Z").notice()
+    assert notice.question == asking.question  # whole, as asked
+    state.frames.pop()
+    announced = notice.message  # fixed when the start announced it, whatever the run does next
+    assert announced.startswith(f"resuming run {RUN_ID} from its checkpoint (interrupted at 2025-01-01T00:05:00.000Z)")
+    assert announced.endswith("; it asks again: Which colour? " + "x" * 186) and "\n" not in announced

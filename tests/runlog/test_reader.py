@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.runlog.samples import sample_events, write_log
 
-from orchestrator.runlog.reader import decode_line, read_events
+from orchestrator.runlog import reader
+from orchestrator.runlog.reader import decode_line, last_event_time, read_events
 
 
 def test_a_missing_log_reads_as_empty(tmp_path: Path) -> None:
@@ -87,3 +88,17 @@ def test_decode_line_keeps_typed_objects_only() -> None:
     }
     for line in (b"", b"  ", b'{"type": 3}', b'{"no": "type"}', b"[1, 2]", b'{"type": "x"', b"\xff"):
         assert decode_line(line) is None, line
+
+
+def test_the_last_event_time_is_the_last_readable_event_s_timestamp(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "log.jsonl"
+    assert last_event_time(path) is None
+    path.write_bytes(b"")
+    assert last_event_time(path) is None
+    lines = [{"timestamp": f"2026-01-01T00:00:0{i}.000Z", "type": "x", "payload": {}} for i in range(3)]
+    path.write_bytes(
+        b"".join(msgspec.json.encode(line) + b"\n" for line in lines) + b'{"timestamp": "2026-01-01T00:00:09'
+    )
+    assert last_event_time(path) == "2026-01-01T00:00:02.000Z"  # the torn last line is not an event
+    monkeypatch.setattr(reader, "TAIL_BYTES", 10)  # only the end is read: no whole event in it
+    assert last_event_time(path) is None

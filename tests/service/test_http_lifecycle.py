@@ -138,6 +138,9 @@ async def test_sigterm_mid_run_winds_down_at_a_safe_point_exits_0_and_dispatches
         ("queued before the signal", "waiting"),  # but nothing new is dispatched
     ]
     assert len(list((server.workspace / ".orchestration" / "runs").iterdir())) == 1
+    said = server.stderr()
+    assert f"winding down: run {run_id} is asked to wrap up" in said and "Ctrl-C again to stop it now" in said
+    assert f"run {run_id} finished during the wind-down (success); stopped" in said
     lead_last = next(r for r in requests if r["turn"] == 2)["body"]["input"]
     assert lead_last[-2]["type"] == "function_call_output"  # the notice follows the agent call's result
     assert lead_last[-1]["content"].startswith("[Operator notice")
@@ -230,6 +233,79 @@ async def test_a_run_stuck_at_shutdown_exits_130_and_the_restarted_service_resum
         requests = await sim.responses_requests()
     queued_first = next(r for r in requests if r["turn"] == 2)["body"]["input"][-1]["content"]
     assert f"Runs completed meanwhile:\n- {run_id}: " in queued_first
+
+
+async def _said(server: Server, text: str) -> str:
+    """Wait (bounded) until the server's stderr holds ``text``; the whole stderr then."""
+
+    async def probe() -> str | None:
+        said = server.stderr()
+        return said if text in said else None
+
+    return await server.wait_for(probe, what=f"{text!r} on stderr")
+
+
+async def test_ctrl_c_says_what_it_does_and_a_pending_question_is_asked_again_after_the_restart(
+    tmp_path: Path,
+) -> None:
+    script = {
+        "turns": [
+            turn("lead", call("agent", role="coder", task="paint it"), last="paint the fence"),
+            turn("coder", call("ask_human", question="Which colour?", context="the fence")),
+            turn("coder", finish("painted blue"), last="blue"),
+            turn("lead", finish("fence painted"), last="painted blue"),
+        ]
+    }
+    roles = {"lead": ["agent", "finish"], "coder": ["run_shell", "ask_human", "finish"]}  # coder writes: no parking
+    async with serve_script(script) as sim:
+        guild, deployment = write_config(tmp_path, sim.base_url, roles)
+        # 1. Ctrl-C while the coder waits for an answer: the wind-down line at once (the run cannot finish
+        #    in its 60 s), a second Ctrl-C stops it, and the outcome says it resumes at the next start.
+        env = {"ORCHESTRATOR_WIND_DOWN_SECONDS": "60"}
+        async with serve_process(tmp_path, guild=guild, deployment=deployment, env=env) as server:
+            run_id = (await server.post("/api/runs", {"task": "paint the fence"})).json()["runId"]
+            (asked,) = await server.wait_for(server.questions, what="the question")
+            sent = len(await sim.responses_requests())
+            await server.http.aclose()
+            server.process.send_signal(signal.SIGINT)
+            said = await _said(server, f"winding down: run {run_id} is asked to wrap up at its next step")
+            assert "a question pending now is asked again after the restart" in said
+            assert server.alive()
+            server.process.send_signal(signal.SIGINT)
+            assert await _exit_code(server) == 130, server.stderr()
+            said = server.stderr()
+        assert "stopping now" in said
+        assert f"stopped; run {run_id} will resume from its checkpoint at the next start" in said
+
+        # 2. The next start announces the resume (stderr and /api/config, what the page shows) and asks the
+        #    same question again; the model is not asked until it is answered.
+        async with serve_process(
+            tmp_path, guild=guild, deployment=deployment, workspace=server.workspace, name="second"
+        ) as restarted:
+            said = await _said(restarted, f"resuming run {run_id} from its checkpoint (interrupted at ")
+            assert "it asks again: Which colour?" in said
+            resumed = (await restarted.json("/api/config"))["resumed"]
+            assert (resumed["runId"], resumed["question"]) == (run_id, "Which colour?")
+            assert resumed["interruptedAt"] and resumed["message"].startswith(f"resuming run {run_id}")
+            (again,) = await restarted.wait_for(restarted.questions, what="the question asked again")
+            assert {k: again[k] for k in ("id", "question", "context")} == {
+                k: asked[k] for k in ("id", "question", "context")
+            }
+            assert len(await sim.responses_requests()) == sent
+            answered = await restarted.post("/api/answer", {"id": again["id"], "answer": "blue"})
+            assert answered.status_code == 200, answered.text
+            view = await restarted.run_status(run_id, "success")
+            assert view["result"]["summary"] == "fence painted"
+            await restarted.http.aclose()
+            restarted.process.send_signal(signal.SIGINT)
+            assert await _exit_code(restarted) == 0
+        assert "stopping (no run is active)" in restarted.stderr()
+        requests = await sim.responses_requests()
+    scripted = [r for r in requests if r["turn"] is not None]  # not the run summary's request
+    assert len(scripted) == sent + 2  # the coder's finish and the lead's: the asking turn was never re-sent
+    events = [json.loads(line) for line in (server.workspace / ".orchestration" / "runs" / run_id / "log.jsonl").open()]
+    assert [e["payload"]["id"] for e in events if e["type"] == "ask_human"] == [asked["id"]]
+    assert [e["payload"]["answer"] for e in events if e["type"] == "human_answer"] == ["blue"]
 
 
 async def _exit_code(server: Server) -> int:

@@ -27,12 +27,16 @@ from orchestrator.engine.runfolder import (
     runs_root,
     write_meta,
 )
-from orchestrator.engine.state import RunState
+from orchestrator.engine.state import RunState, waiting_question
 from orchestrator.runlog.events import RunEvent
-from orchestrator.runlog.reader import read_events
+from orchestrator.runlog.reader import last_event_time, read_events
 from orchestrator.runlog.writer import utc_timestamp
 
-__all__ = ["Reconciliation", "Resumable", "missing_lifecycle_events", "reconcile_runs"]
+__all__ = ["Reconciliation", "Resumable", "ResumeNotice", "missing_lifecycle_events", "reconcile_runs"]
+
+
+#: How much of a pending question the resume announcement quotes (``/api/config`` has it whole).
+ANNOUNCED_QUESTION_CHARS = 200
 
 
 @dataclass
@@ -40,6 +44,30 @@ class Resumable:
     run_dir: Path
     state: RunState
     seq: int
+    #: When the previous process stopped working on it: its log's last event (``None``: no event).
+    interrupted_at: str | None = None
+
+    def notice(self) -> ResumeNotice:
+        """What a starting process says (console and page): which run resumes, from when, and the
+        question it asks again if it was waiting for an answer — fixed now, as the run moves on."""
+        when = self.interrupted_at or "an unknown time"
+        line = f"resuming run {self.run_dir.name} from its checkpoint (interrupted at {when})"
+        asked = waiting_question(self.state)
+        if asked is not None:
+            question = " ".join(asked.question.split())  # one line, whatever the model wrote
+            line = f"{line}; it asks again: {question[:ANNOUNCED_QUESTION_CHARS]}"
+        question = asked.question if asked is not None else None
+        return ResumeNotice(self.run_dir.name, self.interrupted_at, question, line)
+
+
+@dataclass(frozen=True)
+class ResumeNotice:
+    """A start's resume, as announced: ``message`` is the console line; ``question`` the whole question."""
+
+    run_id: str
+    interrupted_at: str | None
+    question: str | None
+    message: str
 
 
 @dataclass
@@ -69,7 +97,7 @@ def reconcile_runs(workspace: Path, *, guild_path: str = "") -> Reconciliation:
             except CheckpointError as exc:
                 reason = f"could not resume: {exc}"
             else:
-                result.resumable = Resumable(run_dir, state, seq)
+                result.resumable = Resumable(run_dir, state, seq, last_event_time(run_dir / "log.jsonl"))
                 continue
         _mark_interrupted(run_dir, meta, reason, guild_path)
         result.interrupted[run_dir.name] = reason

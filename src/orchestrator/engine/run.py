@@ -351,6 +351,9 @@ class Run:
                 continue
             if pending.awaiting == len(pending.results):
                 content, card = await self._resume_delegation(frame, pending, call), None
+            elif pending.asking is not None:  # resumed while waiting for an answer: ask again
+                step = await self.tools.ask_again(frame, pending, call)
+                content, card = step.text, step.card
             else:
                 step = await self.tools.execute(frame, pending, call)
                 if isinstance(step, Delegate):

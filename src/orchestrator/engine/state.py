@@ -9,7 +9,17 @@ from __future__ import annotations
 from orchestrator.conversation import Message, ResultCard
 from orchestrator.schema import Base
 
-__all__ = ["FinishedRoot", "PendingTurn", "Rejection", "RoleFrame", "RunState"]
+__all__ = ["AskedQuestion", "FinishedRoot", "PendingTurn", "Rejection", "RoleFrame", "RunState", "waiting_question"]
+
+
+class AskedQuestion(Base):
+    """An ``ask_human`` question the role is waiting on, kept in the checkpoint so a resumed run asks
+    it again (same id) instead of sending the model turn that asked it again."""
+
+    id: str
+    question: str
+    context: str | None = None
+    asked_at: str = ""
 
 
 class PendingTurn(Base):
@@ -30,6 +40,8 @@ class PendingTurn(Base):
     finish_card: ResultCard | None = None
     #: The model's response ended at the completion limit (``length``): a broken call was cut off.
     cut_off: bool = False
+    #: The ``ask_human`` call at index ``len(results)`` waits for this answer.
+    asking: AskedQuestion | None = None
 
 
 class Rejection(Base):
@@ -107,3 +119,11 @@ class RunState(Base):
     #: A parked ``ask_human`` question: once set, no tool runs and no request is sent; every role
     #: on the stack finishes ``needs_clarification``.
     park_question: str | None = None
+
+
+def waiting_question(state: RunState) -> AskedQuestion | None:
+    """The question the run's live chain waits on (the leaf's ``ask_human``), if any."""
+    for frame in reversed(state.frames):
+        if frame.pending is not None and frame.pending.asking is not None:
+            return frame.pending.asking
+    return None

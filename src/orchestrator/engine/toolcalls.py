@@ -23,6 +23,7 @@ from orchestrator.conversation import Message, ResultCard, ToolCall, ToolResult
 from orchestrator.engine import events as ev
 from orchestrator.engine.builtins import ContextView, context_info, edit_context, validate_finish
 from orchestrator.engine.context import truncate_text
+from orchestrator.engine.human import HumanBackend
 from orchestrator.engine.inspection import (
     list_role_messages,
     read_message_window,
@@ -32,7 +33,8 @@ from orchestrator.engine.inspection import (
     search_run_log,
 )
 from orchestrator.engine.runcontext import RunContext
-from orchestrator.engine.state import PendingTurn, RoleFrame
+from orchestrator.engine.state import AskedQuestion, PendingTurn, RoleFrame
+from orchestrator.runlog.writer import utc_timestamp
 from orchestrator.tools.base import NativeTool, ToolContext, ToolOutcome, failure, success
 from orchestrator.tools.validate import SchemaCache, parse_arguments
 
@@ -224,7 +226,7 @@ class ToolCalls:
         if name == "trigger_interrupt":
             return ToolOutcome(self._trigger_interrupt(frame, arguments))
         if name == "ask_human":
-            return ToolOutcome(await self._ask_human(frame, arguments))
+            return ToolOutcome(await self._ask_human(frame, pending, arguments))
         return ToolOutcome(await self._native(frame, name, arguments))
 
     def _inspect(self, frame: RoleFrame, name: str, arguments: dict[str, Any]) -> ToolResult:
@@ -278,8 +280,9 @@ class ToolCalls:
             registered.frame.inbox.append(Message(role="user", content=f"[Platform notice — redirect] {reason}"))
         return success({"targetRole": served, "action": action})
 
-    async def _ask_human(self, frame: RoleFrame, arguments: dict[str, Any]) -> ToolResult:
-        """Pause this role until the human backend answers (cancellable like any wait)."""
+    async def _ask_human(self, frame: RoleFrame, pending: PendingTurn, arguments: dict[str, Any]) -> ToolResult:
+        """Pause this role until the human backend answers (cancellable like any wait). The question is
+        checkpointed on the pending turn first, so a run abandoned while it waits asks it again on resume."""
         human = self._context.human
         question, background = str(arguments["question"]), arguments.get("context")
         if not question.strip():
@@ -293,9 +296,35 @@ class ToolCalls:
             return success({"parked": True, "note": "the run stops here until the operator answers"})
         if human is None:
             return failure("unavailable", "no human is attached to this run; decide with what you know")
-        self._context.log.emit(ev.ask_human(question_id, question, background, frame))
-        answer = await human.ask(question_id, question, background)
-        self._context.log.emit(ev.human_answer(question_id, answer))
+        context.log.emit(ev.ask_human(question_id, question, background, frame))
+        redact = context.redactor.redact
+        pending.asking = AskedQuestion(
+            id=question_id,
+            question=redact(question),
+            context=redact(str(background)) if background is not None else None,
+            asked_at=utc_timestamp(),
+        )
+        context.checkpoint()
+        return await self._wait_for_answer(pending, human)
+
+    async def ask_again(self, frame: RoleFrame, pending: PendingTurn, call: ToolCall) -> CallDone:
+        """The ``ask_human`` call a resumed role was waiting in: the checkpointed question is asked again
+        under its id (no new ``tool_call`` or ``ask_human`` event: the log has them), and its answer
+        becomes the call's result as if the wait had never been cut."""
+        human = self._context.human
+        if human is None:
+            result = failure("unavailable", "no human is attached to this run; decide with what you know")
+            pending.asking = None
+        else:
+            result = await self._wait_for_answer(pending, human)
+        return self._done(frame, call.function.name, ToolOutcome(result), None)
+
+    async def _wait_for_answer(self, pending: PendingTurn, human: HumanBackend) -> ToolResult:
+        asked = pending.asking
+        assert asked is not None
+        answer = await human.ask(asked.id, asked.question, asked.context)
+        self._context.log.emit(ev.human_answer(asked.id, answer))
+        pending.asking = None
         return success({"answer": answer})
 
     def _target(self, caller: RoleFrame, target_id: Any, *, allow_self: bool = False) -> RoleFrame | str | None:

@@ -20,7 +20,7 @@ from orchestrator.config.probe import refresh_model
 from orchestrator.config.trust import TrustReport
 from orchestrator.conversation import ResultCard
 from orchestrator.engine.controls import RunControls
-from orchestrator.engine.reconcile import reconcile_runs
+from orchestrator.engine.reconcile import ResumeNotice, reconcile_runs
 from orchestrator.engine.runfolder import RunIdCollision, RunMeta, read_meta, runs_root
 from orchestrator.engine.runner import (
     Continuation,
@@ -147,6 +147,8 @@ class Service:
         self._probe_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
         self.trace_sink = trace_sink
+        #: The run this start resumed from its checkpoint (``serve`` announces it; ``/api/config`` shows it).
+        self.resumed: ResumeNotice | None = None
 
     def attach(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
@@ -183,6 +185,7 @@ class Service:
             log.info("marked %s interrupted: %s", run_id, reason)
         if found.resumable is not None:
             resumable = found.resumable
+            self.resumed = resumable.notice()
             active = ActiveRun(run_id=resumable.run_dir.name, run_dir=resumable.run_dir, item_id=None, task="")
             self._activate(active)
             assert self._nursery is not None

@@ -1,7 +1,8 @@
 """The service's human backend: pending ``ask_human`` questions, answered over HTTP.
 
-Questions live in memory only (a restart loses them; the operator can re-ask by resuming). The asking
-role waits on a ``trio.Event``; its cancellation (plan modification, shutdown) removes the question.
+The list lives in memory; the question itself is in the run's checkpoint (``PendingTurn.asking``), so
+the run resumed at the next start asks it again under the same id. The asking role waits on a
+``trio.Event``; its cancellation (plan modification, shutdown, stop) removes the question.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 Startup: load the configuration (an invalid one still binds the port and serves the error page, and
 the process exits 2 once stopped), reconcile runs (resume at most one), repair the queue, then serve.
 SIGINT/SIGTERM: close the queue gate, wind the active run down (30 s by default, a second signal cuts
-it short), stop serving; exit 130 if a run was still active, 0 if idle.
+it short), stop serving; exit 130 if a run was still active, 0 if idle. stderr says so at once, then
+the outcome (the run finished, or it resumes from its checkpoint at the next start); a start that
+resumes a run says which, from when, and the question it asks again.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from orchestrator.config import Settings, load_config, locate_config, probe_mode
 from orchestrator.config.probe import BOOTING, ModelNotReady
 from orchestrator.config.secrets import load_redactor
 from orchestrator.config.trust import apply_trust
+from orchestrator.engine.runfolder import read_meta
 from orchestrator.errors import ConfigError
 from orchestrator.fsutil import atomic_write
-from orchestrator.lifecycle import wind_down_seconds
+from orchestrator.lifecycle import STOPPING_NOW, stopped_line, wind_down_seconds, winding_down
 from orchestrator.llm import timeouts_from_env
 from orchestrator.mcpclient import check_mcp_servers
 from orchestrator.observability.live import close_sink, open_sink
@@ -132,6 +135,17 @@ MODEL_WAIT_BACKOFF, MODEL_WAIT_CAP = 1.0, 10.0
 
 def _notice(message: str) -> None:
     print(f"orchestrator: {message}", file=sys.stderr, flush=True)
+
+
+def _outcome(run_id: str, run_dir: Path, *, abandoned: bool) -> str:
+    """What the wind-down came to for the run that was active when the signal arrived."""
+    if abandoned:
+        return stopped_line(run_id, "will resume from its checkpoint at the next start")
+    meta = read_meta(run_dir)
+    status = meta.status if meta is not None else "unknown"
+    if status == "running":  # it ended in a way that left no terminal meta (a crash): the next start sees
+        return stopped_line(run_id, "was left running; the next start reconciles it")
+    return f"run {run_id} finished during the wind-down ({status}); stopped"
 
 
 async def _wait_for_model(
@@ -348,15 +362,25 @@ async def _serve_main(
         async def shutdown_trigger() -> None:
             nonlocal busy
             await signals.__anext__()
+            active = service.active
+            if active is None:
+                _notice("stopping (no run is active)")
+            else:
+                waiting = " (it waits for an answer: a question pending now is asked again after the restart)"
+                _notice(winding_down(active.run_id, wind_down) + (waiting if service.questions.list() else ""))
 
             async def watch_second() -> None:
                 await signals.__anext__()
+                if active is not None:
+                    _notice(STOPPING_NOW)
                 second_signal.set()
 
             async with trio.open_nursery() as watcher:
                 watcher.start_soon(watch_second)
                 busy = await service.wind_down(wind_down, second_signal)
                 watcher.cancel_scope.cancel()
+            if active is not None:
+                _notice(_outcome(active.run_id, active.run_dir, abandoned=busy))
 
         async with trio.open_nursery() as service_nursery:
 
@@ -366,6 +390,8 @@ async def _serve_main(
 
             service.attach(service_nursery)
             await service.start()
+            if service.resumed is not None:
+                _notice(service.resumed.message)
             binds = await service_nursery.start(serving)
             _announce(binds, port_file, token)
             if initial_task is not None:

@@ -54,5 +54,6 @@ async def test_settings_and_config(tmp_path: Path) -> None:
         assert config["executor"]["maxAgentDepth"] == 8
         assert config["build"] is None  # a source checkout has no baked build info
         assert config["logging"] == {"level": None}  # this deployment sets no default level
+        assert config["resumed"] is None  # this start resumed no run (the page shows no resume notice)
         for path in ("/api/settings", "/api/runs", "/api/queue", "/"):
             assert secret not in (await server.get(path)).text

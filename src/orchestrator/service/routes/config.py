@@ -9,12 +9,13 @@ import msgspec
 from quart import Blueprint, Response
 
 from orchestrator.config import Settings
+from orchestrator.engine.reconcile import ResumeNotice
 from orchestrator.projectsettings import ProjectSettings, read_project_settings, write_project_settings
 from orchestrator.service.core import Service
 from orchestrator.service.routes.common import error_response, json_response, optional_choice, read_body
 from orchestrator.vocabulary import EFFORT_TIERS, LOG_LEVELS
 
-__all__ = ["config_blueprint", "config_view"]
+__all__ = ["config_blueprint", "config_view", "resumed_view"]
 
 
 def config_view(settings: Settings, build: dict[str, str | None] | None) -> dict[str, Any]:
@@ -57,6 +58,16 @@ def config_view(settings: Settings, build: dict[str, str | None] | None) -> dict
     }
 
 
+def resumed_view(notice: ResumeNotice) -> dict[str, Any]:
+    """The run this start resumed from its checkpoint, as the page's notice shows it."""
+    return {
+        "runId": notice.run_id,
+        "interruptedAt": notice.interrupted_at,
+        "question": notice.question,
+        "message": notice.message,
+    }
+
+
 def config_blueprint(service: Service) -> Blueprint:
     config = Blueprint("config", __name__)
 
@@ -65,6 +76,7 @@ def config_blueprint(service: Service) -> Blueprint:
         settings = service.settings  # read per request: a model re-probe replaces it
         view = config_view(settings, service.build)
         view["trust"] = msgspec.to_builtins(service.trust) if service.trust is not None else None
+        view["resumed"] = resumed_view(service.resumed) if service.resumed is not None else None
         return json_response(settings.redactor().redact_value(view))  # a secret echoed as, say, a model name
 
     @config.get("/api/settings")

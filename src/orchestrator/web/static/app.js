@@ -4,7 +4,7 @@
 
 import { createApi, errorMessage, seg } from "./api.js";
 import { createCompose, submitTask } from "./compose.js";
-import { h } from "./dom.js";
+import { h, shortTime } from "./dom.js";
 import { createFlowPoll } from "./flowdelta.js";
 import { createHistory } from "./history.js";
 import { createInbox } from "./inbox.js";
@@ -247,6 +247,24 @@ function setReachable(ok) {
   state.reachable = ok;
   $('[data-testid="server-banner"]').hidden = ok;
   document.body.classList.toggle("offline", !ok);
+  if (ok && booted) loadConfig(); // back after a restart: a resumed run is announced, the config re-read
+}
+
+let resumeShown = "";
+
+/** The run the service resumed from its checkpoint when it started (`/api/config` `resumed`): one
+ * notice per resume, until dismissed (the dismissal is remembered). */
+function announceResume(config) {
+  const resumed = config && config.resumed;
+  if (!resumed || typeof resumed.runId !== "string") return;
+  const key = `${resumed.runId}@${resumed.interruptedAt || ""}`;
+  if (resumeShown === key || store.get("resumeSeen", "") === key) return;
+  resumeShown = key;
+  const when = resumed.interruptedAt ? ` (interrupted at ${shortTime(resumed.interruptedAt)})` : "";
+  const asks = typeof resumed.question === "string" ? ` It asks again: ${resumed.question}` : "";
+  const text = `The service restarted and resumed run ${resumed.runId} from its checkpoint${when}.${asks}`;
+  const card = notify(text, { testid: "resume-notice", timeoutMs: 0 });
+  card.querySelector("button").addEventListener("click", () => store.set("resumeSeen", key));
 }
 
 // --- rendering -------------------------------------------------------------------------------------------
@@ -408,6 +426,7 @@ async function loadConfig() {
     : "development build";
   compose.applyDefaults();
   if (config) watch.configure(config);
+  announceResume(config);
 }
 
 /** Settings changed in the panel: re-resolve the chain for the selectors the user has not touched. */
