@@ -120,8 +120,7 @@ async def test_an_unreachable_scheduler_is_named(tmp_path: Path) -> None:
 
 async def test_a_reflection_model_that_is_down_stops_resumably(tmp_path: Path) -> None:
     suite = make_suite(tmp_path)
-    env = clean_env() | {"ORCHESTRATOR_LLM_ATTEMPTS": "1"}
-    options = foundry_options(tmp_path, suite, "http://127.0.0.1:9/v1", env=env)
+    options = foundry_options(tmp_path, suite, "http://127.0.0.1:9/v1")
     with pytest.raises(
         FoundryStopped, match=r"the reflection model at http://127\.0\.0\.1:9/v1 did not answer"
     ) as info:

@@ -108,9 +108,14 @@ def materialize(layout: GuildLayout, candidate: Mapping[str, str], target: Path)
         shutil.rmtree(target)
     shutil.copytree(layout.directory, target, symlinks=False)
     for key, text in candidate.items():
-        if key.startswith(PROMPT_PREFIX):
-            (target / key.removeprefix(PROMPT_PREFIX)).write_text(text, encoding="utf-8")
-        else:
-            _write_manifest(target / layout.manifests[key], text)
+        try:
+            if key.startswith(PROMPT_PREFIX):
+                (target / key.removeprefix(PROMPT_PREFIX)).write_text(text, encoding="utf-8")
+            else:
+                _write_manifest(target / layout.manifests[key], text)
+        except (OSError, UnicodeError, msgspec.DecodeError) as exc:
+            problems.append(f"component {key}: cannot be written: {exc}")
+    if problems:
+        return problems
     _guild, problems = read_guild(target)
     return problems

@@ -24,8 +24,10 @@ from typing import Literal
 import msgspec
 import trio
 
+from orchestrator.errors import ConfigError
 from orchestrator.foundry.evalspec import parse_eval
 from orchestrator.foundry.inprocess import run_in_process
+from orchestrator.foundry.report import run_tokens
 from orchestrator.foundry.trace import RoleTrace, condense
 from orchestrator.foundry.validate import validate_workspace
 from orchestrator.runlog import read_events
@@ -118,12 +120,6 @@ def unpack_tar(data: bytes, target: Path) -> None:
         tar.extractall(target, filter="data")
 
 
-def _tokens(run_dirs: list[Path]) -> tuple[int, int]:
-    from orchestrator.foundry.report import run_tokens
-
-    return run_tokens(run_dirs)
-
-
 async def _run(job: RunJob, root: Path) -> RunOutcome:
     guild_dir, workspace, deployment = root / "guild", root / "workspace", root / "deployment.json"
     unpack_tree(job.guild_files, guild_dir)
@@ -163,7 +159,7 @@ async def _run(job: RunJob, root: Path) -> RunOutcome:
     outcome.seconds = round(time.monotonic() - started, 3)
     for run_dir in record.run_dirs:
         outcome.roles.extend(condense(read_events(run_dir / "log.jsonl")))
-    outcome.prompt_tokens, outcome.completion_tokens = _tokens(record.run_dirs)
+    outcome.prompt_tokens, outcome.completion_tokens = run_tokens(record.run_dirs)
     outcome.archive = _tar(record.run_dirs)
     return outcome
 
@@ -182,15 +178,14 @@ def execute_job(payload: bytes) -> bytes:
     A configuration the worker cannot load (its endpoint, the deployment) is an ``error`` outcome of
     kind ``config`` naming the problem, not an exception: the run is scored, the search goes on.
     """
-    from orchestrator.errors import ConfigError
-
     job = msgspec.msgpack.decode(payload, type=RunJob)
     root = Path(tempfile.mkdtemp(prefix=f"foundry-{job.benchmark}-"))
     try:
         try:
             outcome = trio.run(_run, job, root)
-        except ConfigError as exc:
-            outcome = RunOutcome(status="error", error_kind="config", reasons=["; ".join(exc.problems)])
+        except* ConfigError as group:
+            problems = [p for exc in group.exceptions if isinstance(exc, ConfigError) for p in exc.problems]
+            outcome = RunOutcome(status="error", error_kind="config", reasons=["; ".join(problems)])
     finally:
         shutil.rmtree(root, ignore_errors=True)
     outcome.worker = socket.gethostname()
