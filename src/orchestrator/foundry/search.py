@@ -10,6 +10,7 @@ continues the same search; gepa's own state is ``OUT/gepa/``.
 from __future__ import annotations
 
 import tempfile
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,6 +212,8 @@ class _Watcher:
         self.evaluations = 0
         self.best = 0.0
         self.on_change = on_change
+        #: called (from gepa's thread) after each full evaluation of a candidate
+        self.on_candidate: Callable[[], None] = lambda: None
 
     def on_budget_updated(self, event: Mapping[str, Any]) -> None:
         self.evaluations = int(event["metric_calls_used"])
@@ -225,6 +228,7 @@ class _Watcher:
         self.lineage.candidates[index] = dict(event["candidate"])
         self.lineage.parents[index] = int(parents[0]) if parents else None
         self.best = max(self.best, float(event["average_score"]))
+        self.on_candidate()
         self.on_change()
 
 
@@ -248,6 +252,8 @@ class _Search:
     cache: EvalCache
     adapter: FoundryAdapter
     watcher: _Watcher
+    #: gepa's thread and the trio thread (on Ctrl-C) both write the results
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def summary(self, status: Status, message: str | None = None) -> Summary:
         lineage = self.watcher.lineage
@@ -277,6 +283,10 @@ class _Search:
         )
 
     def write(self, status: Status, message: str | None = None) -> Summary:
+        with self.lock:
+            return self._write(status, message)
+
+    def _write(self, status: Status, message: str | None) -> Summary:
         summary = self.summary(status, message)
         for candidate in self.watcher.lineage.candidates:
             if candidate:
@@ -346,10 +356,8 @@ async def run_foundry(
     cache = EvalCache(out)
     lineage, evaluations = _restore_lineage(out / "gepa", layout.seed)
     token = trio.lowlevel.current_trio_token()
-    holder: list[_Search] = []
 
-    def changed() -> None:
-        watcher = holder[0].watcher
+    def changed() -> None:  # from gepa's thread
         trio.from_thread.run_sync(on_progress, watcher.evaluations, watcher.best, trio_token=token)
 
     watcher = _Watcher(lineage, changed)
@@ -365,7 +373,7 @@ async def run_foundry(
         candidates_dir=out / "candidates",
     )
     search = _Search(options, out, layout, [b.name for b in benchmarks], cache, adapter, watcher)
-    holder.append(search)
+    watcher.on_candidate = lambda: search.write("running")
     reflection = ReflectionModel(endpoint, out / "reflections", timeouts_from_env(options.env))
     instances = [Instance(b.name, r) for b in benchmarks for r in range(options.repeats)]
     adapter.problems_of(layout.seed)
