@@ -129,3 +129,10 @@ async def test_a_reflection_model_that_is_down_stops_resumably(tmp_path: Path) -
     assert data["status"] == "stopped"
     assert "--resume" in data["message"]
     assert data["seedScore"]["runs"] == 4  # the seed's runs are kept for the resumed search
+
+
+async def test_sim_solutions_need_a_named_reflection_model(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    options = foundry_options(tmp_path, suite, "http://127.0.0.1:9/v1", reflection_api_base=None)
+    with pytest.raises(FoundryError, match="name the reflection model with --reflection-api-base URL"):
+        await run_foundry(options)
