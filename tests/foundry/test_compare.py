@@ -48,9 +48,9 @@ def test_a_guild_that_solves_the_suite_is_better_beyond_the_intervals(
 def test_comparing_does_not_combine_with_a_service(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     suite = make_suite(tmp_path)
     guild = make_guild(tmp_path)
+    server = ["--server", "http://127.0.0.1:9", "--server-workspace", str(tmp_path / "ws")]
     code = main(
-        [str(suite), "--guild", str(guild), "--repeats", "2", "--deployment", str(deployment(tmp_path))]
-        + ["--server", "http://127.0.0.1:9", "--server-workspace", str(tmp_path / "ws")]
+        [str(suite), "--guild", str(guild), "--repeats", "2", "--deployment", str(deployment(tmp_path)), *server]
     )
     assert code == 2
     assert "do not combine with --server" in capsys.readouterr().err
