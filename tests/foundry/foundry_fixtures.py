@@ -103,3 +103,34 @@ def clean_env() -> dict[str, str]:
     env["ORCHESTRATOR_LLM_BACKOFF_SECONDS"] = "0.01"
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     return env
+
+
+def write_search(folder: Path, *, improved: bool = True) -> Path:
+    """A finished Foundry results folder (``foundry.json``, ``summary.json``) scored from a real cache:
+    the seed 0/4, a candidate changing the orchestrator's prompt 4/4 (or 1/4 when not ``improved``)."""
+    from orchestrator.foundry.candidate import candidate_id
+    from orchestrator.foundry.evalcache import EvalCache
+    from orchestrator.foundry.job import RunOutcome
+    from orchestrator.foundry.results import Lineage, build_summary, write_summary
+
+    seed = {"prompt:prompts/orchestrator.md": "You are the orchestrator.\n", "tool:finish": "End your work."}
+    better = seed | {"prompt:prompts/orchestrator.md": f"You are the orchestrator. {PHRASE}\n"}
+    folder.mkdir(parents=True, exist_ok=True)
+    cache = EvalCache(folder)
+    passes = [True] * 4 if improved else [True, False, False, False]
+    for candidate, results in ((seed, [False] * 4), (better, passes)):
+        for repeat, passed in enumerate(results):
+            cache.put(candidate_id(candidate), "bench_0", repeat, RunOutcome(status="pass" if passed else "fail"))
+    summary = build_summary(
+        lineage=Lineage([seed, better], [None, 0]),
+        benchmarks=["bench_0"],
+        repeats=4,
+        cache=cache,
+        problems={},
+        status="finished",
+        head={"suitePath": str(folder.parent.parent), "guildPath": "/guild", "budget": 20, "seed": 0},
+        evaluations=14,
+    )
+    write_summary(folder, summary)
+    (folder / "foundry.json").write_text("{}")
+    return folder
