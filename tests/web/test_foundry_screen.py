@@ -45,3 +45,15 @@ def test_the_foundry_screen_lists_searches_with_intervals(page: Page, ui_service
     assert abs(span["x"] - (track["x"] + 0.51 * track["width"])) < 3
     assert abs(span["x"] + span["width"] - (track["x"] + track["width"])) < 3
     shots.save(page, "foundry-1024", full_page=True)
+    # the fifth screen button keeps the top bar one row from 900 px up, and nothing overflows
+    page.set_viewport_size({"width": 900, "height": 700})
+    sizes = page.evaluate(
+        """() => ({
+          bar: document.querySelector(".topbar").getBoundingClientRect().height,
+          inbox: document.querySelector('[data-testid="inbox-open"]').getBoundingClientRect().height,
+          scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth,
+        })"""
+    )
+    assert sizes["bar"] < 2 * sizes["inbox"], sizes
+    assert sizes["scroll"] <= sizes["client"], sizes
+    shots.save(page, "foundry-900")
