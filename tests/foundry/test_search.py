@@ -129,6 +129,9 @@ async def test_a_reflection_model_that_is_down_stops_resumably(tmp_path: Path) -
     assert data["status"] == "stopped"
     assert "--resume" in data["message"]
     assert data["seedScore"]["runs"] == 4  # the seed's runs are kept for the resumed search
+    # a new search into the same folder would silently continue this one: refused, naming --resume
+    with pytest.raises(FoundryError, match="already holds a Foundry search: continue it with --resume"):
+        await run_foundry(options)
 
 
 async def test_sim_solutions_need_a_named_reflection_model(tmp_path: Path) -> None:

@@ -232,15 +232,16 @@ class _Watcher:
         self.on_change()
 
 
-def _restore_lineage(gepa_dir: Path, seed: Candidate) -> tuple[Lineage, int]:
-    """The lineage and evaluations of an interrupted search (gepa's saved state), or just the seed."""
+def _restore(gepa_dir: Path, seed: Candidate) -> tuple[Lineage, int, float]:
+    """The lineage, evaluations and best mean of an interrupted search (gepa's saved state), or the seed's."""
     if not (gepa_dir / "gepa_state.bin").is_file():
-        return Lineage([seed], [None]), 0
+        return Lineage([seed], [None]), 0, 0.0
     from gepa.core.state import GEPAState
 
     state = GEPAState.load(str(gepa_dir))
     parents = [next((p for p in ps if p is not None), None) for ps in state.parent_program_for_candidate]
-    return Lineage([dict(c) for c in state.program_candidates], parents), int(state.total_num_evals)
+    best = max((float(s) for s in state.program_full_scores_val_set), default=0.0)
+    return Lineage([dict(c) for c in state.program_candidates], parents), int(state.total_num_evals), best
 
 
 @dataclass
@@ -341,6 +342,10 @@ async def run_foundry(
             f"--budget {options.budget} is below one evaluation of the seed: {len(benchmarks)} benchmark(s) × "
             f"{options.repeats} repeat(s) = {seed_runs} runs (give at least {seed_runs}, better {seed_runs * 3})"
         )
+    if options.resume is None and options.out is not None and (options.out / OPTIONS_FILE).exists():
+        raise FoundryError(
+            f"--out {options.out} already holds a Foundry search: continue it with --resume, or pick another"
+        )
     out = options.resume or new_out_dir(options.suite, options.out)
     atomic_write(out / OPTIONS_FILE, msgspec.json.format(msgspec.json.encode(_record(options)), indent=2))
     inputs = {b.name: _bench_input(b) for b in benchmarks}
@@ -354,14 +359,14 @@ async def run_foundry(
     except ClusterError as exc:
         raise FoundryError(str(exc)) from None
     cache = EvalCache(out)
-    lineage, evaluations = _restore_lineage(out / "gepa", layout.seed)
+    lineage, evaluations, best = _restore(out / "gepa", layout.seed)
     token = trio.lowlevel.current_trio_token()
 
     def changed() -> None:  # from gepa's thread
         trio.from_thread.run_sync(on_progress, watcher.evaluations, watcher.best, trio_token=token)
 
     watcher = _Watcher(lineage, changed)
-    watcher.evaluations = evaluations
+    watcher.evaluations, watcher.best = evaluations, best
     adapter = FoundryAdapter(
         layout=layout,
         benchmarks=inputs,
