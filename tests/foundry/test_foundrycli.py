@@ -218,3 +218,19 @@ class _Collect:
 
     def isatty(self) -> bool:
         return False
+
+
+def test_a_reflection_model_that_is_down_stops_with_exit_1_and_no_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ORCHESTRATOR_LLM_BACKOFF_SECONDS", "0.01")
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    suite = make_suite(tmp_path)
+    out = tmp_path / "out"
+    code = main(_args(tmp_path, suite, "http://127.0.0.1:9/v1", out, "--repeats", "4", "--budget", "12")[1:])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "Traceback" not in err
+    assert "the reflection model at http://127.0.0.1:9/v1 did not answer" in err
+    assert f"continue with --resume {out}" in err
+    assert json.loads((out / "summary.json").read_text())["status"] == "stopped"
