@@ -148,3 +148,22 @@ async def test_an_existing_cluster_runs_the_search_and_retries_a_run_whose_worke
             process.kill()
         for process in processes:
             await process.wait()
+
+
+async def test_the_local_cluster_listens_on_loopback_only() -> None:
+    import ipaddress
+
+    import psutil
+
+    def listening() -> list[str]:
+        cluster = Cluster.open(workers=2, scheduler=None)
+        try:
+            assert cluster.address.startswith("inproc://")
+            sockets = psutil.Process().net_connections(kind="inet")
+            return [s.laddr.ip for s in sockets if s.status == psutil.CONN_LISTEN]
+        finally:
+            cluster.close()
+
+    addresses = await trio.to_thread.run_sync(listening)
+    assert addresses, "the dashboard / metrics servers listen somewhere"
+    assert all(ipaddress.ip_address(ip).is_loopback for ip in addresses), addresses

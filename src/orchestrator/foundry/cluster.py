@@ -3,7 +3,8 @@
 Every benchmark run of every candidate is one Dask task (``job.execute_job``). ``--workers N`` starts a
 ``LocalCluster`` of N single-thread workers in this process (each run is a trio loop on its worker's
 thread, mostly waiting on the model); ``--scheduler ADDR`` connects to an existing cluster, typically
-one ``dask worker --nthreads 1`` per model server. A task whose worker is lost is retried on another
+one ``dask worker --nthreads 1`` per model server. The local cluster talks in-process and its HTTP servers
+listen on loopback only (a Dask scheduler runs whatever code it is sent). A task whose worker is lost is retried on another
 worker once (``retries=1``, and ``allowed-failures`` 1 on the local scheduler); after that the run is
 an ``error`` of kind ``worker_lost`` with Dask's reason.
 
@@ -72,8 +73,11 @@ class Cluster:
             local = LocalCluster(
                 n_workers=workers,
                 threads_per_worker=1,
-                processes=False,
-                dashboard_address=None,
+                processes=False,  # in-process comms: no scheduler port at all
+                # the scheduler's and the workers' HTTP servers (dashboard, metrics) stay on loopback: by
+                # default they listen on every interface
+                dashboard_address="127.0.0.1:0",
+                worker_dashboard_address="127.0.0.1:0",
                 silence_logs=logging.ERROR,
             )
         client = Client(local, set_as_default=False)
