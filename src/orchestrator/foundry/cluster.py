@@ -3,10 +3,10 @@
 Every benchmark run of every candidate is one Dask task (``job.execute_job``). ``--workers N`` starts a
 ``LocalCluster`` of N single-thread workers in this process (each run is a trio loop on its worker's
 thread, mostly waiting on the model); ``--scheduler ADDR`` connects to an existing cluster, typically
-one ``dask worker --nthreads 1`` per model server. The local cluster talks in-process and its HTTP servers
-listen on loopback only (a Dask scheduler runs whatever code it is sent). A task whose worker is lost is retried on another
-worker once (``retries=1``, and ``allowed-failures`` 1 on the local scheduler); after that the run is
-an ``error`` of kind ``worker_lost`` with Dask's reason.
+one ``dask worker --nthreads 1`` per model server. The local cluster talks in-process and its HTTP
+servers listen on loopback only (a Dask scheduler runs whatever code it is sent). A task whose worker is
+lost is retried on another worker once (``retries=1``, and ``allowed-failures`` 1 on the local
+scheduler); after that the run is an ``error`` of kind ``worker_lost`` with Dask's reason.
 
 Dask's client runs its own event loop in a thread of its own. Everything here is synchronous and is
 called from a worker thread of the driver (``trio.to_thread``), never from the trio loop itself.
