@@ -219,6 +219,11 @@ class _Watcher:
         self.evaluations = int(event["metric_calls_used"])
         self.on_change()
 
+    def on_run(self) -> None:
+        """A run finished: gepa counts the seed's only once they all did, so count each one meanwhile."""
+        self.evaluations += 1
+        self.on_change()
+
     def on_valset_evaluated(self, event: Mapping[str, Any]) -> None:
         index = int(event["candidate_idx"])
         parents = [p for p in event.get("parent_ids") or [] if p is not None]
@@ -297,11 +302,12 @@ class _Search:
         return summary
 
 
-def _optimize(search: _Search, reflection: ReflectionModel, instances: list[Instance]) -> None:
+def _optimize(search: _Search, reflection: ReflectionModel, instances: list[Instance]) -> int:
+    """Run gepa's search; the metric calls it counted in all (a resumed search's included)."""
     import gepa
 
     options = search.options
-    gepa.optimize(
+    result = gepa.optimize(
         seed_candidate=dict(search.layout.seed),
         trainset=instances,
         valset=instances,
@@ -320,6 +326,7 @@ def _optimize(search: _Search, reflection: ReflectionModel, instances: list[Inst
         seed=options.seed,
         raise_on_exception=True,
     )
+    return int(result.total_metric_calls or 0)
 
 
 async def run_foundry(
@@ -376,6 +383,7 @@ async def run_foundry(
         cache=cache,
         cluster=cluster,
         candidates_dir=out / "candidates",
+        on_run=watcher.on_run,
     )
     search = _Search(options, out, layout, [b.name for b in benchmarks], cache, adapter, watcher)
     watcher.on_candidate = lambda: search.write("running")
@@ -384,7 +392,9 @@ async def run_foundry(
     adapter.problems_of(layout.seed)
     search.write("running")
     try:
-        await trio.to_thread.run_sync(_optimize, search, reflection, instances, abandon_on_cancel=True)
+        watcher.evaluations = await trio.to_thread.run_sync(
+            _optimize, search, reflection, instances, abandon_on_cancel=True
+        )
     except (KeyboardInterrupt, trio.Cancelled, Stopped):
         cluster.stop()
         search.write("interrupted", f"interrupted; continue with --resume {out}")
