@@ -24,7 +24,7 @@ RUN python -c "import json, os, datetime; open('src/orchestrator/_build_info.jso
 
 # --- stage 2: the runtime holds the installed wheel and nothing else of the source ------------------
 FROM python:3.11-slim
-# EXTRAS="[cluster]" adds Dask, for Foundry workers (deployment/foundry-compose.yml).
+# EXTRAS="[cluster]" adds Dask, for Foundry workers (docker-compose.foundry.yml).
 ARG EXTRAS=""
 RUN useradd --create-home --uid 10001 orchestrator && mkdir /workspace && chown orchestrator /workspace
 COPY --from=build /dist /dist

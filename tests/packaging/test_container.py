@@ -191,7 +191,7 @@ def test_the_readme_documents_the_container_honestly() -> None:
 
 
 def test_the_foundry_compose_has_one_single_thread_worker_per_model_server() -> None:
-    compose = yaml.safe_load((REPO / "deployment" / "foundry-compose.yml").read_text())
+    compose = yaml.safe_load((REPO / "docker-compose.foundry.yml").read_text())
     services = compose["services"]
     assert set(services) == {"model-a", "model-b", "scheduler", "worker-a", "worker-b"}
     for name, service in services.items():
