@@ -24,9 +24,11 @@ RUN python -c "import json, os, datetime; open('src/orchestrator/_build_info.jso
 
 # --- stage 2: the runtime holds the installed wheel and nothing else of the source ------------------
 FROM python:3.11-slim
+# EXTRAS="[cluster]" adds Dask, for Foundry workers (docker-compose.foundry.yml).
+ARG EXTRAS=""
 RUN useradd --create-home --uid 10001 orchestrator && mkdir /workspace && chown orchestrator /workspace
 COPY --from=build /dist /dist
-RUN python -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir /dist/*.whl && rm -rf /dist
+RUN python -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir "$(echo /dist/*.whl)${EXTRAS}" && rm -rf /dist
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1
 USER orchestrator

@@ -77,6 +77,10 @@ crash N="50":
 bench-suite *ARGS:
     {{py}} -m orchestrator.foundry benchmarks --sim-solutions {{ARGS}}
 
+# the Foundry: search for Guild prompts that score better with your model (docs/foundry.md)
+foundry *ARGS:
+    {{py}} -m orchestrator foundry {{ARGS}}
+
 # the service load test: 200 concurrent loopback clients polling during a scripted run (60 s)
 load *ARGS:
     {{py}} bench/load/run.py {{ARGS}}

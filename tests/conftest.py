@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import packaging.version  # noqa: F401  # the PyPI package (Dask needs it), before tests/packaging can shadow it
 import pytest
 from hypothesis import HealthCheck, settings
 from tests.helpers import serve_script

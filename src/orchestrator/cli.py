@@ -1,5 +1,5 @@
 """The ``orchestrator`` command: ``serve``, ``run``, ``resume``, ``demo``, ``check``, ``init``, ``trust``, ``token``,
-``mcp``, ``bench``, ``sim-model``; ``orchestrator --version`` prints the package version.
+``mcp``, ``bench``, ``foundry``, ``sim-model``; ``orchestrator --version`` prints the package version.
 
 Exit codes: 0 success; 1 the run ended ``error`` / ``needs_clarification``; 2 invalid configuration or
 usage (a port already in use included, and a model server whose chat template cannot render tools); 3 the
@@ -166,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_args(add_export_trace_arguments(commands.add_parser("export-trace", help=EXPORT_HELP)))
     commands.add_parser("sim-model", help="serve the simulated Responses-API model", add_help=False)
     commands.add_parser("bench", help="run a benchmark suite and validate each result", add_help=False)
+    commands.add_parser("foundry", help="adapt the Guild's prompts to your model on a benchmark suite", add_help=False)
     return parser
 
 
@@ -179,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         from orchestrator.foundry.cli import main as bench_main
 
         return bench_main(argv[1:])
+    if argv and argv[0] == "foundry":
+        from orchestrator.foundry.foundrycli import main as foundry_main
+
+        return foundry_main(argv[1:])
     args = build_parser().parse_args(argv)
     env = dict(os.environ)
     if args.command == "mcp":

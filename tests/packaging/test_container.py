@@ -188,3 +188,24 @@ def test_the_readme_documents_the_container_honestly() -> None:
     readme = (REPO / "README.md").read_text()
     assert "docker run -p 127.0.0.1:8765:8765" in readme and "ORCHESTRATOR_TOKEN" in readme
     assert "not been built in CI" in readme
+
+
+def test_the_foundry_compose_has_one_single_thread_worker_per_model_server() -> None:
+    compose = yaml.safe_load((REPO / "docker-compose.foundry.yml").read_text())
+    services = compose["services"]
+    assert set(services) == {"model-a", "model-b", "scheduler", "worker-a", "worker-b"}
+    for name, service in services.items():
+        for port in service.get("ports", []):
+            assert port.startswith("127.0.0.1:"), f"{name} publishes {port} beyond the host's loopback"
+    assert services["scheduler"]["entrypoint"][:2] == ["dask", "scheduler"]
+    assert services["scheduler"]["environment"]["DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES"] == "1"
+    bases = set()
+    for name in ("worker-a", "worker-b"):
+        worker = services[name]
+        entry = worker["entrypoint"]
+        assert entry[:3] == ["dask", "worker", "tcp://scheduler:8786"]
+        assert entry[entry.index("--nthreads") + 1] == "1"
+        assert worker["build"]["args"]["EXTRAS"] == "[cluster]"
+        bases.add(worker["environment"]["ORCHESTRATOR_API_BASE"])
+    assert bases == {"http://model-a:8080/v1", "http://model-b:8080/v1"}
+    assert "[cluster]" in (REPO / "Dockerfile").read_text()

@@ -241,11 +241,11 @@ def test_the_keyboard_follows_the_top_bar_left_to_right(page: Page) -> None:
     page.goto("/#compose")
     expect(page.get_by_test_id("screen-compose")).to_be_visible()
     order = []
-    for _ in range(9):
+    for _ in range(10):
         page.keyboard.press("Tab")
         order.append(page.evaluate("document.activeElement.dataset.testid || document.activeElement.className"))
     assert order == [
-        "skip-link", "nav-watch", "nav-history", "nav-compose", "nav-queue",
+        "skip-link", "nav-watch", "nav-history", "nav-compose", "nav-queue", "nav-foundry",
         "inbox-open", "tier-select", "mute-toggle", "theme-toggle",
     ]  # fmt: skip
     boxes = [page.get_by_test_id(testid).bounding_box() for testid in order[1:]]

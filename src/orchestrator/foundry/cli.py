@@ -1,7 +1,8 @@
 """``orchestrator bench SUITE_DIR [options]``: run a benchmark suite and report.
 
-Exit codes: 0 every benchmark passed; 1 at least one failed or errored; 2 invalid usage, suite files
-or configuration; 130 interrupted.
+Exit codes: 0 every benchmark passed (comparing, ``--repeats K`` or several ``--guild``: the comparison
+was written); 1 at least one failed or errored; 2 invalid usage, suite files or configuration; 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import trio
 
 from orchestrator.config import resolve_paths
 from orchestrator.errors import ConfigError
+from orchestrator.foundry.compare import render_comparison, run_comparison
 from orchestrator.foundry.remote import ServiceError
 from orchestrator.foundry.report import render_table
 from orchestrator.foundry.runner import SuiteError, SuiteOptions, run_suite
@@ -37,13 +39,36 @@ def _positive(text: str) -> float:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
 def build_parser(prog: str = "orchestrator bench") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Run every benchmark of a suite (or one benchmark folder) and validate the results.",
     )
     parser.add_argument("suite", metavar="SUITE_DIR", help="a folder of benchmark folders, or one benchmark folder")
-    parser.add_argument("--guild", metavar="DIR", help="Guild directory (default ORCHESTRATOR_GUILD_DIR or ./guild)")
+    parser.add_argument(
+        "--guild",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="Guild directory (default ORCHESTRATOR_GUILD_DIR or ./guild); give it again to compare Guilds",
+    )
+    parser.add_argument(
+        "--repeats",
+        metavar="K",
+        type=_count,
+        default=1,
+        help="run the suite K times per Guild and report 95 %% intervals (default 1)",
+    )
     parser.add_argument(
         "--deployment",
         metavar="FILE",
@@ -82,7 +107,7 @@ def build_parser(prog: str = "orchestrator bench") -> argparse.ArgumentParser:
 
 
 def options_from(args: argparse.Namespace, env: Mapping[str, str]) -> SuiteOptions:
-    guild_dir, deployment_file = resolve_paths(args.guild, args.deployment, env)
+    guild_dir, deployment_file = resolve_paths(args.guild[0] if args.guild else None, args.deployment, env)
     return SuiteOptions(
         suite=Path(args.suite).resolve(),
         guild_dir=guild_dir.resolve(),
@@ -105,11 +130,35 @@ def _problems(title: str, problems: list[str]) -> None:
         print(f"  - {problem}", file=sys.stderr)
 
 
+def _compare(options: SuiteOptions, guilds: list[Path], repeats: int, *, as_json: bool) -> int:
+    try:
+        comparison, out_dir = trio.run(partial(run_comparison, options, guilds, repeats, progress_stream=sys.stderr))
+    except SuiteError as exc:
+        _problems("invalid suite", exc.problems)
+        return EXIT_USAGE
+    except ConfigError as exc:
+        _problems("invalid configuration", exc.problems)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    report = render_comparison(comparison)
+    if as_json:
+        print(report, file=sys.stderr)
+        sys.stdout.write(comparison.encode().decode())
+    else:
+        print(report)
+    print(f"comparison: {out_dir / 'comparison.json'}", file=sys.stderr)
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None, *, prog: str = "orchestrator bench") -> int:
     """Run the command; returns the exit code (argparse usage errors exit 2 through ``SystemExit``)."""
     args = build_parser(prog).parse_args(sys.argv[1:] if argv is None else argv)
     env = dict(os.environ)
     options = options_from(args, env)
+    if len(args.guild) > 1 or args.repeats > 1:
+        guilds = [options.guild_dir, *(Path(g).resolve() for g in args.guild[1:])]
+        return _compare(options, guilds, args.repeats, as_json=args.json)
     try:
         summary, out_dir = trio.run(partial(run_suite, options, progress_stream=sys.stderr))
     except SuiteError as exc:

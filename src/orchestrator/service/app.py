@@ -1,7 +1,7 @@
 """The HTTP API, the live stream and the static UI: a Quart-Trio app over one ``Service``.
 
 ``create_app`` only assembles: one blueprint per resource (``service/routes/``: pages, config, runs,
-rundetail, search, toolresults, contexttrack, replay, questions, queue, stream, errors), then the
+rundetail, search, toolresults, contexttrack, replay, questions, queue, foundry, stream, errors), then the
 perimeter in front of all of them. Every derivation lives in pure modules (``views``, ``flow``,
 ``queue``); handlers only parse, call and encode.
 """
@@ -18,6 +18,7 @@ from orchestrator.service.routes.common import RunFolders
 from orchestrator.service.routes.config import config_blueprint
 from orchestrator.service.routes.contexttrack import context_blueprint
 from orchestrator.service.routes.errors import errors_blueprint
+from orchestrator.service.routes.foundry import foundry_blueprint
 from orchestrator.service.routes.pages import pages_blueprint
 from orchestrator.service.routes.questions import questions_blueprint
 from orchestrator.service.routes.queue import queue_blueprint
@@ -51,6 +52,7 @@ def create_app(service: Service, policy: Policy | None = None, limits: StreamLim
     app.register_blueprint(replay_blueprint(indexes, folders))
     app.register_blueprint(questions_blueprint(service))
     app.register_blueprint(queue_blueprint(service))
+    app.register_blueprint(foundry_blueprint(service))
     app.register_blueprint(stream_blueprint(service, limits or StreamLimits()))
     app.register_blueprint(errors_blueprint())
     if policy is not None:

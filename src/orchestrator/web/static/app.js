@@ -1,4 +1,4 @@
-// The shell of the web UI: screens (watch / history / compose / queue), the 1 s poll, the server banner,
+// The shell of the web UI: screens (watch / history / compose / queue / foundry), the 1 s poll, the server banner,
 // theme / label-tier / sound toggles, the favicon state, and the wiring of every panel module.
 // Every action goes through the HTTP API; the live stream (stream.js) only adds in-flight deltas.
 
@@ -6,6 +6,7 @@ import { createApi, errorMessage, seg } from "./api.js";
 import { createCompose, submitTask } from "./compose.js";
 import { h, shortTime } from "./dom.js";
 import { createFlowPoll } from "./flowdelta.js";
+import { createFoundry } from "./foundry.js";
 import { createHistory } from "./history.js";
 import { createInbox } from "./inbox.js";
 import { loadOptional, optional, tiers } from "./optional.js";
@@ -102,6 +103,7 @@ const app = {
 const compose = createCompose($("#screen-compose"), app);
 const queuePanel = createQueuePanel($("#screen-queue"), app);
 const historyPanel = createHistory($("#screen-history"), app);
+const foundryPanel = createFoundry($("#screen-foundry"), app);
 const watch = createWatch($("#screen-watch"), app);
 const inbox = createInbox($("#inbox-dialog"), $('[data-testid="inbox-open"]'), app);
 app.inbox = inbox;
@@ -279,6 +281,7 @@ function renderPanels() {
   compose.render();
   queuePanel.render();
   historyPanel.render();
+  foundryPanel.render();
   watch.render();
   inbox.render();
   results.render();

@@ -1,10 +1,10 @@
 // The shell's routes, as URL hashes (pure: app.js applies them).
-//   #watch                  follow the active run      #history  #compose  #queue
+//   #watch                  follow the active run      #history  #compose  #queue  #foundry
 //   #watch/<runId>          pin a run
 //   #watch/<runId>/replay   pin it and start its replay (the run view's startReplay)
 //   #watch/<runId>/op-<N>   pin it and focus operation op-N (the run view's focusOperation)
 
-export const SCREENS = ["watch", "history", "compose", "queue"];
+export const SCREENS = ["watch", "history", "compose", "queue", "foundry"];
 const ACTION = /^(replay|op-\d+)$/;
 
 function decode(part) {
