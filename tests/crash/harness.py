@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import secrets
 import shutil
 import signal
@@ -51,6 +52,9 @@ from tests.helpers import REPO, Sim
 from orchestrator.runlog import read_events
 
 # --- the driver ----------------------------------------------------------------------------------
+
+#: ``resume``'s announcement (``engine/reconcile.py:Resumable.notice``): the run id it resumes.
+RESUMING = re.compile(r"^orchestrator: resuming run (\S+) from its checkpoint", re.MULTILINE)
 
 
 @dataclass
@@ -309,9 +313,7 @@ class CrashHarness:
                 done, baseline = await self._spawn_and_maybe_kill(workspace, kind, token, plan)
             finally:
                 self._reserved -= plan.kill_after is not None
-            trace.resumed += [
-                line.split()[2] for line in done.stderr.splitlines() if line.startswith("orchestrator: resuming")
-            ]
+            trace.resumed += RESUMING.findall(done.stderr)
             new_dirs = [d.name for d in run_dirs(workspace) if d.name not in baseline.dirs]
             if kind == "run" and new_dirs:
                 trace.current = new_dirs[-1]
