@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 import trio
 from tests.foundry.foundry_fixtures import PHRASE, clean_env, deployment, make_guild, make_suite
 from tests.realmodel.llama_server import free_port
+from tests.slowness import budget
 
 from orchestrator.foundry import cluster as cluster_module
 from orchestrator.foundry.cluster import DASK_MISSING, Cluster, ClusterError, Stopped
@@ -87,15 +89,17 @@ async def _start_cluster(port: int, env: dict[str, str]) -> list[trio.Process]:
     return processes
 
 
-def _kill_the_worker_running_a_run(address: str) -> int:
-    """Wait until a worker processes a Foundry task, then SIGKILL that worker process; its pid."""
+def _kill_the_worker_running_a_run(address: str, watching: Callable[[], None]) -> int:
+    """Connect, say so (``watching``), wait until a worker processes a Foundry task, then SIGKILL that
+    worker process; its pid."""
     import time
 
     from distributed import Client
 
-    client = Client(address, timeout=60, set_as_default=False)
+    client = Client(address, timeout=budget(60), set_as_default=False)
     try:
-        deadline = time.monotonic() + 90
+        watching()
+        deadline = time.monotonic() + budget(90)
         while time.monotonic() < deadline:
             for worker, keys in client.processing().items():
                 if any(str(key).startswith("foundry-") for key in keys):
@@ -114,7 +118,7 @@ async def test_an_existing_cluster_runs_the_search_and_retries_a_run_whose_worke
     env = clean_env() | {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1"}
     processes = await _start_cluster(port, env)
     try:
-        suite = make_suite(tmp_path, 1, delay_ms=300)
+        suite = make_suite(tmp_path, 1, delay_ms=1000)  # a run lasts seconds: the watcher cannot miss it
         guild = make_guild(tmp_path)
         (guild / "prompts" / "orchestrator.md").write_text(f"You are the orchestrator. {PHRASE}\n")
         options = FoundryOptions(
@@ -131,13 +135,18 @@ async def test_an_existing_cluster_runs_the_search_and_retries_a_run_whose_worke
             connect_seconds=60,
         )
         killed: list[int] = []  # the pid of the worker killed mid-run: one of the two this test started
+        watching = trio.Event()
 
         async def kill_one() -> None:
-            killed.append(await trio.to_thread.run_sync(_kill_the_worker_running_a_run, options.scheduler))
+            def said() -> None:
+                trio.from_thread.run_sync(watching.set)
 
-        with trio.fail_after(150):
+            killed.append(await trio.to_thread.run_sync(_kill_the_worker_running_a_run, options.scheduler, said))
+
+        with trio.fail_after(budget(150)):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(kill_one)
+                await watching.wait()  # the search starts once the killer watches the workers
                 summary, out = await run_foundry(options)
         assert killed and killed[0] in {p.pid for p in processes[1:]}, "a worker was killed mid-run"
         # the run on the killed worker was retried on a live worker and passed: no error was scored

@@ -54,6 +54,7 @@ from typing import Any, TypeVar
 import httpx
 from tests.engine.harness import call, finish, turn
 from tests.helpers import REPO, write_deployment, write_guild
+from tests.slowness import budget
 
 __all__ = [
     "ARTIFACTS",
@@ -88,8 +89,8 @@ CHROMIUM_ARGS = [
 ARTIFACTS = REPO / "tests" / "web" / "artifacts"
 START_SECONDS = 20.0
 WAIT_SECONDS = 20.0
-#: Playwright's default timeout for actions and ``expect`` in these tests.
-EXPECT_TIMEOUT_MS = 15_000
+#: Playwright's default timeout for actions and ``expect`` in these tests: 15 s on a quiet machine.
+EXPECT_TIMEOUT_MS = int(budget(15) * 1000)
 
 #: The test Guild: ``lead`` (entry) delegates; ``coder`` is write-capable (run_shell), so its questions
 #: are live ``/api/questions`` entries; ``lead`` asking before any coder starts parks a queued run.
@@ -123,7 +124,7 @@ def _child_env(extra: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def _wait_port(process: subprocess.Popen[bytes], port_file: Path, log: Path, what: str) -> int:
-    deadline = time.monotonic() + START_SECONDS
+    deadline = time.monotonic() + budget(START_SECONDS)
     while not port_file.exists():
         if process.poll() is not None or time.monotonic() > deadline:
             raise AssertionError(f"{what} did not start (exit {process.returncode}):\n{_tail(log)}")
@@ -206,8 +207,9 @@ class UiService:
         return self.json("/api/runs")
 
     def wait_for(self, probe: Callable[[], T | None], *, seconds: float = WAIT_SECONDS, what: str = "condition") -> T:
-        """Poll ``probe`` until it returns something truthy (bounded); fail with the server's stderr."""
-        deadline = time.monotonic() + seconds
+        """Poll ``probe`` until it returns something truthy (bounded by ``seconds`` on a quiet machine, scaled
+        by the run's slowness); fail with the server's stderr."""
+        deadline = time.monotonic() + budget(seconds)
         while True:
             value = probe()
             if value:
