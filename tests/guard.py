@@ -49,8 +49,12 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[FACTOR_VARIABLE] = f"{calibrate():.2f}"
 
 
+def _slowness_line() -> str:
+    return f"slowness: ×{slowness():.2f} now (calibration ×{os.environ.get(FACTOR_VARIABLE)}, load per core included)"
+
+
 def pytest_report_header(config: pytest.Config) -> str:
-    return f"slowness: ×{slowness():.2f} (calibration ×{os.environ.get(FACTOR_VARIABLE)}, load per core included)"
+    return _slowness_line()
 
 
 # --------------------------------------------------------------------------------------- deadlines
@@ -144,6 +148,8 @@ _LEFTOVERS = pytest.StashKey[list[str]]()
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if not _is_worker(config):  # shown with -q too: the factor every budget of this run was scaled by
+        terminalreporter.write_line(_slowness_line())
     named = config.stash.get(_LEFTOVERS, [])
     if named:
         terminalreporter.write_sep("=", f"{len(named)} processes outlived their tests and were killed", yellow=True)
