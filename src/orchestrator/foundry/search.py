@@ -284,7 +284,7 @@ class _Search:
                 "budget": self.options.budget,
                 "seed": self.options.seed,
             },
-            evaluations=self.watcher.evaluations,
+            metric_calls=self.watcher.evaluations,
             message=message,
         )
 
