@@ -149,17 +149,31 @@ def _comparable(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in summary.items() if k not in WALL_CLOCK_FIELDS}
 
 
-async def _kill_at_random(process: trio.Process, out: Path, rng: random.Random) -> bool:
-    """SIGKILL the driver at a random event: its n-th line on stderr (a step of the search) or its n-th
-    newly finished run in the cache. False when it finished first."""
-    on_lines = rng.random() < 0.5
-    target = rng.randint(1, 4) if on_lines else rng.randint(1, 3)
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except FileNotFoundError:
+        return None
+
+
+async def _kill_at_random(process: trio.Process, out: Path, kind: str, target: int) -> bool:
+    """SIGKILL the driver at an event: ``start`` (it has written ``foundry.json``, before any run), its
+    ``target``-th ``line`` on stderr (a step of the search), or its ``target``-th newly finished ``run``
+    in the cache. False when it finished first."""
+    options_before = _inode(out / "foundry.json")
     runs_before = len(_cache_files(out))
     out_sink, err_sink = bytearray(), bytearray()
 
     async def drain(stream: Any, sink: bytearray) -> None:
         async for chunk in stream:
             sink.extend(chunk)
+
+    def reached() -> bool:
+        if kind == "start":
+            return _inode(out / "foundry.json") not in (None, options_before)  # rewritten atomically
+        if kind == "line":
+            return err_sink.count(b"\n") >= target
+        return len(_cache_files(out)) - runs_before >= target
 
     killed = False
     try:
@@ -168,8 +182,7 @@ async def _kill_at_random(process: trio.Process, out: Path, rng: random.Random) 
                 nursery.start_soon(drain, process.stdout, out_sink)
                 nursery.start_soon(drain, process.stderr, err_sink)
                 while process.poll() is None:
-                    seen = err_sink.count(b"\n") if on_lines else len(_cache_files(out)) - runs_before
-                    if seen >= target:
+                    if reached():
                         process.send_signal(signal.SIGKILL)
                         killed = True
                         break
@@ -210,18 +223,27 @@ async def test_a_driver_killed_at_random_points_resumes_to_the_uninterrupted_sum
         out = tmp_path / "killed"
         args = _args(tmp_path, suite, reflection.base_url, out, *extra)
         seen: dict[str, int] = {}
-        kills = 0
+        kills = mid_search = 0
         finished = False
-        while kills < KILLS and not finished:
-            finished = not await _kill_at_random(await _start(args), out, rng)
-            kills += not finished
+        for _attempt in range(3 * KILLS):
+            if kills == KILLS:
+                break
+            # once the search has finished, further kills hit the resume of a finished search at its start
+            kind = "start" if finished else rng.choice(["start", "line", "run"])
+            target = rng.randint(1, 3) if kind == "line" else 1
+            if await _kill_at_random(await _start(args), out, kind, target):
+                kills += 1
+                mid_search += not finished
+            else:
+                finished = True
             now = _cache_files(out)
             assert {k: now[k] for k in seen} == seen, "a finished evaluation was run again"
             seen = now
-            json.loads((out / "summary.json").read_text())  # never torn
+            if (out / "summary.json").exists():  # not yet when killed at the first start
+                json.loads((out / "summary.json").read_text())  # never torn
             args = ["foundry", "--resume", str(out), "--json"]
-        print(f"killed {kills} time(s); {len(seen)} finished run(s) before the last resume")
-        assert kills >= 1
+        print(f"killed {kills} time(s), {mid_search} before the search had finished; {len(seen)} finished run(s)")
+        assert kills == KILLS
         code, stdout, stderr = await _run(["foundry", "--resume", str(out), "--json"])
     assert code == 0, stderr
     resumed = json.loads(stdout)
