@@ -73,6 +73,10 @@ fuzz *ARGS:
 crash N="50":
     CRASH_KILLS={{N}} {{bin}}/pytest -q tests/crash -p no:randomly -s
 
+# the Foundry's crash test: SIGKILL the driver N times at random points, resume each time (default 20)
+foundry-crash N="20" SEED="24":
+    FOUNDRY_KILLS={{N}} FOUNDRY_KILL_SEED={{SEED}} {{bin}}/pytest -q tests/foundry/test_foundrycli.py -k killed_at_random -p no:randomly -s
+
 # every benchmark of benchmarks/ on its scripted sim-model solution (no real model needed)
 bench-suite *ARGS:
     {{py}} -m orchestrator.foundry benchmarks --sim-solutions {{ARGS}}

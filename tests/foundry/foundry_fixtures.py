@@ -129,7 +129,7 @@ def write_search(folder: Path, *, improved: bool = True) -> Path:
         problems={},
         status="finished",
         head={"suitePath": str(folder.parent.parent), "guildPath": "/guild", "budget": 20, "seed": 0},
-        evaluations=14,
+        metric_calls=14,
     )
     write_summary(folder, summary)
     (folder / "foundry.json").write_text("{}")

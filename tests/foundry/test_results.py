@@ -36,9 +36,10 @@ def test_the_best_is_the_highest_mean_that_clears_the_seed(tmp_path: Path) -> No
         problems={},
         status="finished",
         head=HEAD,
-        evaluations=14,
+        metric_calls=14,
     )
     assert summary.best_candidate == candidate_id(GOOD) and summary.improved
+    assert (summary.evaluations, summary.metric_calls) == (14, 14)  # 4 + 4 + 4 + 2 finished runs in the cache
     reports = {r.id: r for r in summary.candidates}
     assert reports[candidate_id(SOME)].better_than_seed is False
     assert reports[candidate_id(HALF)].complete is False
@@ -63,7 +64,7 @@ def test_the_seed_stays_best_when_nothing_clears_it(tmp_path: Path) -> None:
         problems={candidate_id(SOME): []},
         status="finished",
         head=HEAD,
-        evaluations=8,
+        metric_calls=8,
     )
     assert summary.best_candidate == candidate_id(SEED) and not summary.improved
     assert summary.verdict.startswith("no candidate is better than the seed")

@@ -60,7 +60,8 @@ async def test_the_foundry_finds_the_missing_instruction(tmp_path: Path) -> None
     assert data["bestScore"]["mean"] == 1.0
     assert data["improved"] is True
     assert data["bestScore"]["low"] > data["seedScore"]["high"]
-    assert 4 < data["evaluations"] <= 20  # the seed's four runs, then the search
+    assert 4 < data["metricCalls"] <= 20  # the seed's four runs, then the search (cached reuses count)
+    assert data["evaluations"] == data["runs"] == 8  # what was spent: the seed's four, the candidate's four
     best = next(c for c in data["candidates"] if c["id"] == data["bestCandidate"])
     assert best["changed"] == ["prompt:prompts/orchestrator.md"]
     assert best["benchmarks"]["bench_0"]["passes"] == 4

@@ -63,8 +63,12 @@ class Summary(msgspec.Struct, kw_only=True, rename="camel"):
     budget: int
     repeats: int
     seed: int
+    #: benchmark runs spent: distinct (candidate, benchmark, repeat) finished in the durable cache
     evaluations: int
+    #: the same count (a finished run is never made twice); kept for readers of older summaries
     runs: int
+    #: gepa's metric calls, what ``--budget`` caps (a cached run reused counts again)
+    metric_calls: int = 0
     seed_score: Score
     best_score: Score
     best_candidate: str
@@ -115,10 +119,14 @@ def build_summary(
     problems: Mapping[str, list[str]],
     status: Status,
     head: Mapping[str, str | int],
-    evaluations: int,
+    metric_calls: int,
     message: str | None = None,
 ) -> Summary:
-    """The summary of everything gepa produced so far, scored from the cache."""
+    """The summary of everything gepa produced so far, scored from the cache.
+
+    ``evaluations`` is what the search really spent, read from the durable cache: a resumed search
+    reports exactly what an uninterrupted one does (every finished run is cached once, never run again).
+    """
     seed = lineage.candidates[0]
     ids = [candidate_id(c) for c in lineage.candidates]
     reports: list[CandidateReport] = []
@@ -154,8 +162,9 @@ def build_summary(
         budget=int(head["budget"]),
         repeats=repeats,
         seed=int(head["seed"]),
-        evaluations=evaluations,
+        evaluations=cache.count(),
         runs=cache.count(),
+        metric_calls=metric_calls,
         seed_score=seed_report.score,
         best_score=best.score,
         best_candidate=best.id,
@@ -211,5 +220,7 @@ def render_report(summary: Summary) -> str:
             f"  {report.id}  parent {parent}  {_interval(report.score)}{mark}{partial}  changed: {changed}{invalid}"
         )
     lines.append(summary.verdict)
-    lines.append(f"{summary.evaluations}/{summary.budget} evaluations, {summary.runs} runs ({summary.status})")
+    lines.append(
+        f"{summary.evaluations} evaluations, {summary.metric_calls}/{summary.budget} metric calls ({summary.status})"
+    )
     return "\n".join(lines)

@@ -205,23 +205,23 @@ class _FileLogger:
 
 
 class _Watcher:
-    """gepa callbacks: lineage for the running summary, evaluations used, the best mean so far."""
+    """gepa callbacks: lineage for the running summary, metric calls used (the budget's), the best mean so far."""
 
     def __init__(self, lineage: Lineage, on_change: Callable[[], None]) -> None:
         self.lineage = lineage
-        self.evaluations = 0
+        self.metric_calls = 0
         self.best = 0.0
         self.on_change = on_change
         #: called (from gepa's thread) after each full evaluation of a candidate
         self.on_candidate: Callable[[], None] = lambda: None
 
     def on_budget_updated(self, event: Mapping[str, Any]) -> None:
-        self.evaluations = int(event["metric_calls_used"])
+        self.metric_calls = int(event["metric_calls_used"])
         self.on_change()
 
     def on_run(self) -> None:
         """A run finished: gepa counts the seed's only once they all did, so count each one meanwhile."""
-        self.evaluations += 1
+        self.metric_calls += 1
         self.on_change()
 
     def on_valset_evaluated(self, event: Mapping[str, Any]) -> None:
@@ -238,7 +238,7 @@ class _Watcher:
 
 
 def _restore(gepa_dir: Path, seed: Candidate) -> tuple[Lineage, int, float]:
-    """The lineage, evaluations and best mean of an interrupted search (gepa's saved state), or the seed's."""
+    """The lineage, metric calls and best mean of an interrupted search (gepa's saved state), or the seed's."""
     if not (gepa_dir / "gepa_state.bin").is_file():
         return Lineage([seed], [None]), 0, 0.0
     from gepa.core.state import GEPAState
@@ -284,7 +284,7 @@ class _Search:
                 "budget": self.options.budget,
                 "seed": self.options.seed,
             },
-            evaluations=self.watcher.evaluations,
+            metric_calls=self.watcher.metric_calls,
             message=message,
         )
 
@@ -366,14 +366,14 @@ async def run_foundry(
     except ClusterError as exc:
         raise FoundryError(str(exc)) from None
     cache = EvalCache(out)
-    lineage, evaluations, best = _restore(out / "gepa", layout.seed)
+    lineage, metric_calls, best = _restore(out / "gepa", layout.seed)
     token = trio.lowlevel.current_trio_token()
 
     def changed() -> None:  # from gepa's thread
-        trio.from_thread.run_sync(on_progress, watcher.evaluations, watcher.best, trio_token=token)
+        trio.from_thread.run_sync(on_progress, watcher.metric_calls, watcher.best, trio_token=token)
 
     watcher = _Watcher(lineage, changed)
-    watcher.evaluations, watcher.best = evaluations, best
+    watcher.metric_calls, watcher.best = metric_calls, best
     adapter = FoundryAdapter(
         layout=layout,
         benchmarks=inputs,
@@ -392,7 +392,7 @@ async def run_foundry(
     adapter.problems_of(layout.seed)
     search.write("running")
     try:
-        watcher.evaluations = await trio.to_thread.run_sync(
+        watcher.metric_calls = await trio.to_thread.run_sync(
             _optimize, search, reflection, instances, abandon_on_cancel=True
         )
     except (KeyboardInterrupt, trio.Cancelled, Stopped):

@@ -48,7 +48,7 @@ function searchCard(search) {
     h("header", { class: "fd-head" },
       h("h3", { class: "mono" }, search.path),
       h("span", { class: `chip fd-status fd-${search.status}`, testid: "foundry-status" }, search.status),
-      h("span", { class: "muted" }, `${search.evaluations}/${search.budget} evaluations · ${search.runs} runs · ${search.repeats} repeat(s) · ${improved}`)),
+      h("span", { class: "muted" }, `${search.evaluations} evaluations · ${search.metricCalls ?? "?"}/${search.budget} metric calls · ${search.repeats} repeat(s) · ${improved}`)),
     h("p", { class: "fd-verdict", testid: "foundry-verdict" }, search.verdict),
     search.message ? h("p", { class: "muted" }, search.message) : null,
     scoreRow("Seed", search.seedScore, "foundry-seed"),
