@@ -4,6 +4,10 @@ A search is a results folder holding ``foundry.json`` and ``summary.json`` (``do
 ``<workspace>/.results/<stamp>/`` or ``<workspace>/<suite>/.results/<stamp>/`` (the default places of
 ``orchestrator foundry SUITE_DIR``). The answer is ``{searches: [{path, …summary.json}]}``, ``path``
 relative to the workspace, at most ``MAX_SEARCHES``; a folder whose summary does not decode is left out.
+Each candidate also gets ``outcomes``: per benchmark, how many of its finished runs passed, failed and
+ended in error (``{"bench_0": {"pass": 3, "fail": 1, "error": 0}}``), read from the evaluation cache
+(``cache/<candidate>/<benchmark>/<repeat>.json``; only the ``status`` field is decoded). A candidate id
+or benchmark name that is not a plain folder name is not looked up, so no read leaves the results folder.
 The folders are read in a worker thread; the answer is conditional JSON (ETag).
 """
 
@@ -20,9 +24,36 @@ from orchestrator.foundry.results import Summary
 from orchestrator.service.core import Service
 from orchestrator.service.routes.common import conditional_json
 
-__all__ = ["MAX_SEARCHES", "find_searches", "foundry_blueprint"]
+__all__ = ["MAX_SEARCHES", "find_searches", "foundry_blueprint", "outcome_counts"]
 
 MAX_SEARCHES = 20
+
+
+class _Status(msgspec.Struct):
+    status: str
+
+
+def _plain(name: str) -> bool:
+    return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name and "\0" not in name
+
+
+def outcome_counts(folder: Path, candidate: str, benchmarks: list[str], repeats: int) -> dict[str, dict[str, int]]:
+    """Per benchmark, the pass / fail / error counts of ``candidate``'s cached runs in ``folder``."""
+    counts: dict[str, dict[str, int]] = {}
+    for bench in benchmarks:
+        tally = {"pass": 0, "fail": 0, "error": 0}
+        counts[bench] = tally
+        if not (_plain(candidate) and _plain(bench)):
+            continue
+        for repeat in range(repeats):
+            try:
+                raw = (folder / "cache" / candidate / bench / f"{repeat}.json").read_bytes()
+                status = msgspec.json.decode(raw, type=_Status).status
+            except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+                continue
+            if status in tally:
+                tally[status] += 1
+    return counts
 
 
 def find_searches(workspace: Path) -> list[dict[str, Any]]:
@@ -39,6 +70,9 @@ def find_searches(workspace: Path) -> list[dict[str, Any]]:
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
             continue
         view = msgspec.to_builtins(summary)
+        for candidate in view["candidates"]:
+            benches = sorted(candidate["benchmarks"])
+            candidate["outcomes"] = outcome_counts(folder, candidate["id"], benches, summary.repeats)
         found.append((stamp, {"path": folder.relative_to(workspace).as_posix(), **view}))
     found.sort(key=lambda item: item[0], reverse=True)
     return [view for _, view in found[:MAX_SEARCHES]]

@@ -1,7 +1,8 @@
 // The Foundry screen: the workspace's Foundry searches (GET /api/foundry, newest first), each with its
 // verdict, the seed's and the best candidate's score with its 95 % interval (a bar from low to high, a
 // mark at the mean), and every candidate: parent, score, whether it is better than the seed, what it
-// changed. Read-only; refreshed every 5 s while the screen is shown. See docs/foundry.md.
+// changed; a benchmark × candidate matrix (pass / fail / error counts and the interval per cell) and the
+// lineage as an indented tree. Read-only; refreshed every 5 s while the screen is shown. See docs/foundry.md.
 
 import { errorMessage } from "./api.js";
 import { fill, h } from "./dom.js";
@@ -42,6 +43,60 @@ function candidateRow(candidate, best) {
     h("td", {}, changed, note ? h("div", { class: "muted" }, note) : null));
 }
 
+/** "✓3 ✗1 !0" — the pass / fail / error counts of one benchmark × candidate cell. */
+export function countsText(counts) {
+  const c = counts || {};
+  return `✓${c.pass ?? 0} ✗${c.fail ?? 0} !${c.error ?? 0}`;
+}
+
+/** The benchmark × candidate matrix: a row per benchmark, a column per candidate, each cell its run counts
+ * and the 95 % interval of its pass rate. Scrolls sideways inside its box when the candidates are many. */
+function matrix(search) {
+  const candidates = search.candidates || [];
+  const benches = [...new Set(candidates.flatMap((c) => Object.keys(c.benchmarks || {})))].sort();
+  if (!benches.length) return null;
+  const f = (n) => Number(n).toFixed(2);
+  const cell = (c, bench) => {
+    const score = (c.benchmarks || {})[bench];
+    const counts = (c.outcomes || {})[bench];
+    const interval = score && score.runs ? `[${f(score.low)}, ${f(score.high)}]` : "not run";
+    return h("td", { testid: "foundry-cell", "data-candidate": c.id, "data-benchmark": bench },
+      h("span", { class: "mono" }, countsText(counts)), h("div", { class: "muted" }, interval));
+  };
+  return h("div", { class: "fd-matrix-box" },
+    h("table", { class: "fd-matrix", testid: "foundry-matrix" },
+      h("caption", {}, "Benchmark × candidate: passed ✓, failed ✗, errors ! and the 95 % interval"),
+      h("thead", {}, h("tr", {}, h("th", {}, "Benchmark"),
+        candidates.map((c) => h("th", { class: "mono", title: c.id }, c.id.slice(0, 8))))),
+      h("tbody", {}, benches.map((bench) => h("tr", {}, h("th", { class: "mono" }, bench),
+        candidates.map((c) => cell(c, bench)))))));
+}
+
+/** The candidates as a tree, each child indented under its parent (the seed at the root). */
+function lineage(search) {
+  const candidates = search.candidates || [];
+  const known = new Set(candidates.map((c) => c.id));
+  const children = new Map();
+  for (const c of candidates) {
+    const key = c.parent && known.has(c.parent) && c.parent !== c.id ? c.parent : null;
+    if (!children.has(key)) children.set(key, []);
+    children.get(key).push(c);
+  }
+  const seen = new Set();
+  const branch = (parent, depth) => {
+    const list = (children.get(parent) || []).filter((c) => !seen.has(c.id));
+    if (!list.length) return null;
+    return h("ul", { class: depth ? "fd-tree" : "fd-tree fd-root" }, list.map((c) => {
+      seen.add(c.id);
+      const mark = c.id === search.bestCandidate ? " · best" : c.betterThanSeed ? " · better" : "";
+      return h("li", { testid: "foundry-node", "data-depth": String(depth), "data-id": c.id },
+        h("span", { class: "mono", title: c.id }, c.id.slice(0, 8)), ` ${scoreText(c.score)}${mark}`,
+        branch(c.id, depth + 1));
+    }));
+  };
+  return h("div", { class: "fd-lineage", testid: "foundry-lineage" }, h("h4", {}, "Lineage (parent → child)"), branch(null, 0));
+}
+
 function searchCard(search) {
   const improved = search.improved ? "improved" : "not improved";
   return h("article", { class: "fd-search", testid: "foundry-search" },
@@ -55,7 +110,9 @@ function searchCard(search) {
     scoreRow(`Best (${search.bestCandidate})`, search.bestScore, "foundry-best"),
     h("table", { class: "fd-candidates", testid: "foundry-candidates" },
       h("thead", {}, h("tr", {}, ["Candidate", "Parent", "Score [95 % interval]", "", "Changed"].map((t) => h("th", {}, t)))),
-      h("tbody", {}, (search.candidates || []).map((c) => candidateRow(c, search.bestCandidate)))));
+      h("tbody", {}, (search.candidates || []).map((c) => candidateRow(c, search.bestCandidate)))),
+    matrix(search),
+    lineage(search));
 }
 
 /** The screen: `render()` draws the last answer and asks again when it is older than REFRESH_MS. */
