@@ -60,7 +60,7 @@ def test_the_foundry_screen_lists_searches_with_intervals(page: Page, ui_service
     shots.save(page, "foundry-900")
 
 
-def test_the_matrix_and_the_lineage_fit_at_390_px(page: Page, ui_service: UiService, shots: Shots) -> None:
+def test_the_matrix_the_lineage_and_the_diffs_fit_at_390_px(page: Page, ui_service: UiService, shots: Shots) -> None:
     searches = ui_service.workspace / "benchmarks" / ".results"
     for folder in searches.glob("*"):
         for path in sorted(folder.rglob("*"), reverse=True):
@@ -85,6 +85,12 @@ def test_the_matrix_and_the_lineage_fit_at_390_px(page: Page, ui_service: UiServ
     assert nodes.nth(0).locator("[data-testid=foundry-node]").count() == 1
     root_box, child_box = nodes.nth(0).bounding_box(), nodes.nth(1).bounding_box()
     assert root_box is not None and child_box is not None and child_box["x"] > root_box["x"] + 5
+    # the child's changed prompt opens as a diff against its parent's text
+    diff = card.get_by_test_id("foundry-candidate").nth(1).get_by_test_id("foundry-diff")
+    expect(diff.locator("pre")).to_be_hidden()
+    diff.locator("summary").click()
+    expect(diff.locator("pre")).to_contain_text("+You are the orchestrator. Always write done.txt")
+    expect(diff.locator("pre")).to_contain_text("-You are the orchestrator.")
     shots.save(page, "foundry-matrix-1024", full_page=True)
     for width in (1024, 390):
         page.set_viewport_size({"width": width, "height": 800})

@@ -1,7 +1,7 @@
 // The Foundry screen: the workspace's Foundry searches (GET /api/foundry, newest first), each with its
 // verdict, the seed's and the best candidate's score with its 95 % interval (a bar from low to high, a
 // mark at the mean), and every candidate: parent, score, whether it is better than the seed, what it
-// changed; a benchmark × candidate matrix (pass / fail / error counts and the interval per cell) and the
+// changed, with the unified diff of each changed component against its parent's text; a benchmark × candidate matrix (pass / fail / error counts and the interval per cell) and the
 // lineage as an indented tree. Read-only; refreshed every 5 s while the screen is shown. See docs/foundry.md.
 
 import { errorMessage } from "./api.js";
@@ -40,7 +40,10 @@ function candidateRow(candidate, best) {
     h("td", { class: "mono" }, candidate.parent || "-"),
     h("td", {}, scoreText(candidate.score)),
     h("td", {}, mark),
-    h("td", {}, changed, note ? h("div", { class: "muted" }, note) : null));
+    h("td", {}, changed, note ? h("div", { class: "muted" }, note) : null,
+      (candidate.diffs || []).map((d) => h("details", { class: "fd-diff", testid: "foundry-diff" },
+        h("summary", {}, `diff of ${d.component} against ${candidate.parent}`),
+        h("pre", {}, d.diff)))));
 }
 
 /** "✓3 ✗1 !0" — the pass / fail / error counts of one benchmark × candidate cell. */
