@@ -60,7 +60,7 @@ def test_the_foundry_screen_lists_searches_with_intervals(page: Page, ui_service
     shots.save(page, "foundry-900")
 
 
-def test_the_matrix_the_lineage_and_the_diffs_fit_at_390_px(page: Page, ui_service: UiService, shots: Shots) -> None:
+def test_the_matrix_lineage_diffs_and_plot_fit_at_390_px(page: Page, ui_service: UiService, shots: Shots) -> None:
     searches = ui_service.workspace / "benchmarks" / ".results"
     for folder in searches.glob("*"):
         for path in sorted(folder.rglob("*"), reverse=True):
@@ -91,6 +91,12 @@ def test_the_matrix_the_lineage_and_the_diffs_fit_at_390_px(page: Page, ui_servi
     diff.locator("summary").click()
     expect(diff.locator("pre")).to_contain_text("+You are the orchestrator. Always write done.txt")
     expect(diff.locator("pre")).to_contain_text("-You are the orchestrator.")
+    # the plot: a point per candidate in evaluation order, the better one drawn higher
+    points = card.get_by_test_id("foundry-plot").locator("[data-testid=foundry-point]")
+    expect(points).to_have_count(2)
+    seed_y, child_y = (float(points.nth(i).get_attribute("cy") or "nan") for i in (0, 1))
+    seed_x, child_x = (float(points.nth(i).get_attribute("cx") or "nan") for i in (0, 1))
+    assert child_y < seed_y and child_x > seed_x
     shots.save(page, "foundry-matrix-1024", full_page=True)
     for width in (1024, 390):
         page.set_viewport_size({"width": width, "height": 800})

@@ -2,7 +2,7 @@
 // verdict, the seed's and the best candidate's score with its 95 % interval (a bar from low to high, a
 // mark at the mean), and every candidate: parent, score, whether it is better than the seed, what it
 // changed, with the unified diff of each changed component against its parent's text; a benchmark × candidate matrix (pass / fail / error counts and the interval per cell) and the
-// lineage as an indented tree. Read-only; refreshed every 5 s while the screen is shown. See docs/foundry.md.
+// lineage as an indented tree; the score of each candidate over evaluations as a small SVG plot. Read-only; refreshed every 5 s while the screen is shown. See docs/foundry.md.
 
 import { errorMessage } from "./api.js";
 import { fill, h } from "./dom.js";
@@ -100,6 +100,38 @@ function lineage(search) {
   return h("div", { class: "fd-lineage", testid: "foundry-lineage" }, h("h4", {}, "Lineage (parent → child)"), branch(null, 0));
 }
 
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attrs)) el.setAttribute(key, String(value));
+  for (const child of children) if (child) el.append(child);
+  return el;
+}
+
+/** Each candidate's score in the order it was evaluated: a dot at the mean, a whisker over the 95 %
+ * interval, a dashed line at the seed's mean. Scales to its box's width. */
+function plot(search) {
+  const candidates = (search.candidates || []).filter((c) => c.score && c.score.runs > 0);
+  if (!candidates.length) return null;
+  const W = 300, H = 100, PAD = 12;
+  const x = (i) => PAD + (candidates.length === 1 ? (W - 2 * PAD) / 2 : (i * (W - 2 * PAD)) / (candidates.length - 1));
+  const y = (v) => H - PAD - Math.max(0, Math.min(1, Number(v) || 0)) * (H - 2 * PAD);
+  const seed = search.seedScore && Number.isFinite(search.seedScore.mean) ? search.seedScore.mean : null;
+  const marks = candidates.map((c, i) => svg("g", {},
+    svg("line", { x1: x(i), x2: x(i), y1: y(c.score.low), y2: y(c.score.high), class: "fd-whisker" }),
+    svg("circle", { cx: x(i), cy: y(c.score.mean), r: 3.5, class: c.id === search.bestCandidate ? "fd-dot fd-best" : "fd-dot",
+      "data-testid": "foundry-point", "data-id": c.id },
+    svg("title", {}, `${c.id}: ${scoreText(c.score)}`))));
+  return h("figure", { class: "fd-plot" },
+    svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "Score of each candidate over evaluations", "data-testid": "foundry-plot" },
+      svg("line", { x1: PAD, x2: W - PAD, y1: y(0), y2: y(0), class: "fd-axis" }),
+      svg("line", { x1: PAD, x2: W - PAD, y1: y(1), y2: y(1), class: "fd-axis" }),
+      seed === null ? null : svg("line", { x1: PAD, x2: W - PAD, y1: y(seed), y2: y(seed), class: "fd-seedline" }),
+      ...marks),
+    h("figcaption", { class: "muted" }, "Score [95 % interval] of each candidate in the order the search found it (0 to 1; dashed: the seed)"));
+}
+
 function searchCard(search) {
   const improved = search.improved ? "improved" : "not improved";
   return h("article", { class: "fd-search", testid: "foundry-search" },
@@ -115,7 +147,8 @@ function searchCard(search) {
       h("thead", {}, h("tr", {}, ["Candidate", "Parent", "Score [95 % interval]", "", "Changed"].map((t) => h("th", {}, t)))),
       h("tbody", {}, (search.candidates || []).map((c) => candidateRow(c, search.bestCandidate)))),
     matrix(search),
-    lineage(search));
+    lineage(search),
+    plot(search));
 }
 
 /** The screen: `render()` draws the last answer and asks again when it is older than REFRESH_MS. */
