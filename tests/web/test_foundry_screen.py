@@ -105,3 +105,27 @@ def test_the_matrix_lineage_diffs_and_plot_fit_at_390_px(page: Page, ui_service:
         )
         assert sizes["scroll"] <= sizes["client"], (width, sizes)
     shots.save(page, "foundry-matrix-390", full_page=True)
+
+
+def test_a_running_search_shows_its_progress_and_updates_live(page: Page, ui_service: UiService, shots: Shots) -> None:
+    searches = ui_service.workspace / "benchmarks" / ".results"
+    for folder in searches.glob("*"):
+        for path in sorted(folder.rglob("*"), reverse=True):
+            path.unlink() if path.is_file() else path.rmdir()
+        folder.rmdir()
+    folder = write_search(searches / "20260104-000000")
+    finished = json.loads((folder / "summary.json").read_text())
+    (folder / "summary.json").write_text(json.dumps(finished | {"status": "running", "metricCalls": 6}))
+    page.goto("/#foundry")
+    card = page.get_by_test_id("foundry-search")
+    expect(card.get_by_test_id("foundry-status")).to_have_text("running")
+    bar = card.get_by_test_id("foundry-progress")
+    expect(bar).to_contain_text("running: 6/20 metric calls")
+    expect(bar).to_have_attribute("aria-valuenow", "6")
+    shots.save(page, "foundry-running")
+    # the search goes on and ends: the screen follows without a reload
+    (folder / "summary.json").write_text(json.dumps(finished | {"status": "running", "metricCalls": 10}))
+    expect(bar).to_contain_text("running: 10/20 metric calls", timeout=10_000)
+    (folder / "summary.json").write_text(json.dumps(finished))
+    expect(card.get_by_test_id("foundry-status")).to_have_text("finished", timeout=10_000)
+    expect(card.get_by_test_id("foundry-progress")).to_have_count(0)

@@ -2,12 +2,14 @@
 // verdict, the seed's and the best candidate's score with its 95 % interval (a bar from low to high, a
 // mark at the mean), and every candidate: parent, score, whether it is better than the seed, what it
 // changed, with the unified diff of each changed component against its parent's text; a benchmark × candidate matrix (pass / fail / error counts and the interval per cell) and the
-// lineage as an indented tree; the score of each candidate over evaluations as a small SVG plot. Read-only; refreshed every 5 s while the screen is shown. See docs/foundry.md.
+// lineage as an indented tree; the score of each candidate over evaluations as a small SVG plot. Read-only; refreshed every 5 s while the screen is shown, every 2 s while a search runs (with its progress). See docs/foundry.md.
 
 import { errorMessage } from "./api.js";
 import { fill, h } from "./dom.js";
 
 const REFRESH_MS = 5000;
+/** How often the screen asks while a search is running (conditional GETs: an unchanged answer is a 304). */
+const LIVE_REFRESH_MS = 2000;
 
 /** "0.75 [0.30, 0.95] · 3/4" */
 export function scoreText(score) {
@@ -132,6 +134,19 @@ function plot(search) {
     h("figcaption", { class: "muted" }, "Score [95 % interval] of each candidate in the order the search found it (0 to 1; dashed: the seed)"));
 }
 
+/** A running search's metric calls against its budget, as a bar and in words. */
+function progress(search) {
+  const done = Number(search.metricCalls) || 0;
+  const budget = Number(search.budget) || 0;
+  const share = budget > 0 ? Math.max(0, Math.min(1, done / budget)) : 0;
+  const fill = h("span", { class: "fd-progress-fill" });
+  fill.style.width = `${share * 100}%`;
+  return h("div", { class: "fd-progress", testid: "foundry-progress", role: "progressbar",
+    "aria-valuemin": "0", "aria-valuemax": String(budget), "aria-valuenow": String(done) },
+    h("span", { class: "fd-progress-track" }, fill),
+    h("span", {}, `running: ${done}/${budget} metric calls · ${search.evaluations} evaluations · best so far ${scoreText(search.bestScore)}`));
+}
+
 function searchCard(search) {
   const improved = search.improved ? "improved" : "not improved";
   return h("article", { class: "fd-search", testid: "foundry-search" },
@@ -139,6 +154,7 @@ function searchCard(search) {
       h("h3", { class: "mono" }, search.path),
       h("span", { class: `chip fd-status fd-${search.status}`, testid: "foundry-status" }, search.status),
       h("span", { class: "muted" }, `${search.evaluations} evaluations · ${search.metricCalls ?? "?"}/${search.budget} metric calls · ${search.repeats} repeat(s) · ${improved}`)),
+    search.status === "running" ? progress(search) : null,
     h("p", { class: "fd-verdict", testid: "foundry-verdict" }, search.verdict),
     search.message ? h("p", { class: "muted" }, search.message) : null,
     scoreRow("Seed", search.seedScore, "foundry-seed"),
@@ -189,7 +205,8 @@ export function createFoundry(root, app) {
     render() {
       if (app.state.screen !== "foundry") return;
       if (searches === null && !loading && fetchedAt === 0) draw();
-      if (!loading && Date.now() - fetchedAt >= REFRESH_MS) load();
+      const live = (searches || []).some((search) => search.status === "running");
+      if (!loading && Date.now() - fetchedAt >= (live ? LIVE_REFRESH_MS : REFRESH_MS)) load();
     },
   };
 }
