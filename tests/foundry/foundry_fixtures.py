@@ -106,12 +106,12 @@ def clean_env() -> dict[str, str]:
 
 
 def write_search(folder: Path, *, improved: bool = True) -> Path:
-    """A finished Foundry results folder (``foundry.json``, ``summary.json``) scored from a real cache:
+    """A finished Foundry results folder (``foundry.json``, ``summary.json``, ``candidates/``) scored from a real cache:
     the seed 0/4, a candidate changing the orchestrator's prompt 4/4 (or 1/4 when not ``improved``)."""
     from orchestrator.foundry.candidate import candidate_id
     from orchestrator.foundry.evalcache import EvalCache
     from orchestrator.foundry.job import RunOutcome
-    from orchestrator.foundry.results import Lineage, build_summary, write_summary
+    from orchestrator.foundry.results import Lineage, build_summary, write_candidate, write_summary
 
     seed = {"prompt:prompts/orchestrator.md": "You are the orchestrator.\n", "tool:finish": "End your work."}
     better = seed | {"prompt:prompts/orchestrator.md": f"You are the orchestrator. {PHRASE}\n"}
@@ -132,5 +132,7 @@ def write_search(folder: Path, *, improved: bool = True) -> Path:
         metric_calls=14,
     )
     write_summary(folder, summary)
+    for candidate in (seed, better):
+        write_candidate(folder, candidate, seed, [])
     (folder / "foundry.json").write_text("{}")
     return folder

@@ -4,6 +4,7 @@ an empty workspace says how to start one."""
 
 from __future__ import annotations
 
+import json
 import os
 
 from playwright.sync_api import Page, expect
@@ -57,3 +58,74 @@ def test_the_foundry_screen_lists_searches_with_intervals(page: Page, ui_service
     assert sizes["bar"] < 2 * sizes["inbox"], sizes
     assert sizes["scroll"] <= sizes["client"], sizes
     shots.save(page, "foundry-900")
+
+
+def test_the_matrix_lineage_diffs_and_plot_fit_at_390_px(page: Page, ui_service: UiService, shots: Shots) -> None:
+    searches = ui_service.workspace / "benchmarks" / ".results"
+    for folder in searches.glob("*"):
+        for path in sorted(folder.rglob("*"), reverse=True):
+            path.unlink() if path.is_file() else path.rmdir()
+        folder.rmdir()
+    folder = write_search(searches / "20260103-000000", improved=False)
+    seed_id = json.loads((folder / "summary.json").read_text())["candidates"][0]["id"]
+    (folder / "cache" / seed_id / "bench_0" / "3.json").write_text('{"status": "error"}')
+    page.goto("/#foundry")
+    card = page.get_by_test_id("foundry-search")
+    cells = card.get_by_test_id("foundry-matrix").get_by_test_id("foundry-cell")
+    expect(cells).to_have_count(2)
+    expect(cells.nth(0)).to_contain_text("✓0 ✗3 !1")
+    expect(cells.nth(0)).to_contain_text("[0.00, 0.49]")
+    expect(cells.nth(1)).to_contain_text("✓1 ✗3 !0")
+    expect(cells.nth(1)).to_contain_text("[0.05, 0.70]")
+    nodes = card.get_by_test_id("foundry-lineage").get_by_test_id("foundry-node")
+    expect(nodes).to_have_count(2)
+    expect(nodes.nth(0)).to_have_attribute("data-depth", "0")
+    expect(nodes.nth(1)).to_have_attribute("data-depth", "1")
+    # the child sits inside its parent's item, indented further right
+    assert nodes.nth(0).locator("[data-testid=foundry-node]").count() == 1
+    root_box, child_box = nodes.nth(0).bounding_box(), nodes.nth(1).bounding_box()
+    assert root_box is not None and child_box is not None and child_box["x"] > root_box["x"] + 5
+    # the child's changed prompt opens as a diff against its parent's text
+    diff = card.get_by_test_id("foundry-candidate").nth(1).get_by_test_id("foundry-diff")
+    expect(diff.locator("pre")).to_be_hidden()
+    diff.locator("summary").click()
+    expect(diff.locator("pre")).to_contain_text("+You are the orchestrator. Always write done.txt")
+    expect(diff.locator("pre")).to_contain_text("-You are the orchestrator.")
+    # the plot: a point per candidate in evaluation order, the better one drawn higher
+    points = card.get_by_test_id("foundry-plot").locator("[data-testid=foundry-point]")
+    expect(points).to_have_count(2)
+    seed_y, child_y = (float(points.nth(i).get_attribute("cy") or "nan") for i in (0, 1))
+    seed_x, child_x = (float(points.nth(i).get_attribute("cx") or "nan") for i in (0, 1))
+    assert child_y < seed_y and child_x > seed_x
+    shots.save(page, "foundry-matrix-1024", full_page=True)
+    for width in (1024, 390):
+        page.set_viewport_size({"width": width, "height": 800})
+        sizes = page.evaluate(
+            "() => ({scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth})"
+        )
+        assert sizes["scroll"] <= sizes["client"], (width, sizes)
+    shots.save(page, "foundry-matrix-390", full_page=True)
+
+
+def test_a_running_search_shows_its_progress_and_updates_live(page: Page, ui_service: UiService, shots: Shots) -> None:
+    searches = ui_service.workspace / "benchmarks" / ".results"
+    for folder in searches.glob("*"):
+        for path in sorted(folder.rglob("*"), reverse=True):
+            path.unlink() if path.is_file() else path.rmdir()
+        folder.rmdir()
+    folder = write_search(searches / "20260104-000000")
+    finished = json.loads((folder / "summary.json").read_text())
+    (folder / "summary.json").write_text(json.dumps(finished | {"status": "running", "metricCalls": 6}))
+    page.goto("/#foundry")
+    card = page.get_by_test_id("foundry-search")
+    expect(card.get_by_test_id("foundry-status")).to_have_text("running")
+    bar = card.get_by_test_id("foundry-progress")
+    expect(bar).to_contain_text("running: 6/20 metric calls")
+    expect(bar).to_have_attribute("aria-valuenow", "6")
+    shots.save(page, "foundry-running")
+    # the search goes on and ends: the screen follows without a reload
+    (folder / "summary.json").write_text(json.dumps(finished | {"status": "running", "metricCalls": 10}))
+    expect(bar).to_contain_text("running: 10/20 metric calls", timeout=10_000)
+    (folder / "summary.json").write_text(json.dumps(finished))
+    expect(card.get_by_test_id("foundry-status")).to_have_text("finished", timeout=10_000)
+    expect(card.get_by_test_id("foundry-progress")).to_have_count(0)
