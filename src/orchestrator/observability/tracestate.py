@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ __all__ = [
     "as_int",
     "as_json",
     "fail",
+    "json_size",
     "span_id_for",
     "timestamp_ns",
     "trace_id_for",
@@ -45,8 +47,22 @@ def span_id_for(run_id: str, key: str) -> int:
 
 def timestamp_ns(timestamp: object) -> int | None:
     """Nanoseconds since the epoch of a log timestamp (millisecond resolution), ``None`` when unparsable."""
-    seconds = epoch(timestamp) if isinstance(timestamp, str) else None
+    if not isinstance(timestamp, str):
+        return None
+    if len(timestamp) == 24 and timestamp[19] == "." and timestamp[23] == "Z" and timestamp[20:23].isdigit():
+        # the writer's own shape (``utc_timestamp``): parse its second once, add the milliseconds
+        second = _second_ns(timestamp[:19])
+        if second is not None:
+            return second + int(timestamp[20:23]) * 1_000_000
+    seconds = epoch(timestamp)
     return None if seconds is None else round(seconds * 1000) * 1_000_000
+
+
+@functools.lru_cache(maxsize=64)
+def _second_ns(second: str) -> int | None:
+    """Nanoseconds since the epoch of a UTC ``YYYY-MM-DDTHH:MM:SS`` (cached: a run's events share seconds)."""
+    seconds = epoch(second + "Z")
+    return None if seconds is None else round(seconds) * 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -61,16 +77,15 @@ class RunInfo:
     max_tokens: int | None = None
 
 
-@dataclass(frozen=True)
-class SpanEvent:
+class SpanEvent(msgspec.Struct, frozen=True):
     name: str
     time_ns: int
     attributes: dict[str, AttrValue]
 
 
-@dataclass(frozen=True)
-class SpanData:
-    """One finished span, ready for an exporter (``observability.sink`` turns it into the SDK's)."""
+class SpanData(msgspec.Struct, frozen=True):
+    """One finished span, ready for an exporter (``observability.sink`` turns it into the SDK's); a
+    frozen ``msgspec.Struct`` (not a dataclass) as it is built on the run's thread: a tenth of the cost."""
 
     key: str
     name: str
@@ -191,3 +206,8 @@ def as_int(value: object) -> int | None:
 
 def as_json(value: object) -> str:
     return _encode(value).decode()
+
+
+def json_size(value: object) -> int:
+    """The length in bytes of ``value`` as JSON (``len(as_json(value).encode())``, without the round trip)."""
+    return len(_encode(value))
