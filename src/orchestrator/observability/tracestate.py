@@ -140,6 +140,7 @@ class TraceState:
         self.run_ended = False
         self.last_ns: int | None = None
         self.tokens = [0, 0]
+        self._parent_ids: dict[str, int] = {}
         start = timestamp_ns(info.started_at)
         if start is not None:
             self.open_run(start)
@@ -167,6 +168,13 @@ class TraceState:
         """The role span of ``p``, else the run span."""
         return self.role(p) or self.open.get("run")
 
+    def parent_id(self, key: str) -> int:
+        """``span_id_for`` a parent's key, derived once per parent (a role's calls share it)."""
+        found = self._parent_ids.get(key)
+        if found is None:
+            found = self._parent_ids[key] = span_id_for(self.info.run_id, key)
+        return found
+
     def finish(self, span: OpenSpan, end: int) -> SpanData:
         del self.open[span.key]
         if span.key in self.interludes:
@@ -182,7 +190,7 @@ class TraceState:
             name=span.name,
             trace_id=self.trace_id,
             span_id=span_id_for(self.info.run_id, span.key),
-            parent_id=None if parent is None else span_id_for(self.info.run_id, parent),
+            parent_id=None if parent is None else self.parent_id(parent),
             start_ns=span.start_ns,
             end_ns=max(end, span.start_ns),
             attributes=span.attributes,
