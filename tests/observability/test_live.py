@@ -264,3 +264,49 @@ async def test_a_resumed_runs_listener_folds_the_log_on_disk_first_and_sends_onl
     coder = next(s for s in later.values() if s.name == "invoke_agent coder")
     assert coder.start_time == whole[coder.context.span_id].start_ns  # started in the "first process"
     assert {s.name for s in later.values()} >= {"run", "invoke_agent lead", "invoke_agent planner", "plan_modification"}
+
+
+def test_the_listeners_slim_conversion_folds_to_the_same_spans_as_the_whole_event() -> None:
+    from tests.flow.fixtures import SCENARIOS
+    from tests.observability.test_spans import big_run
+
+    from orchestrator.observability.live import as_folded
+    from orchestrator.observability.spans import RunInfo, TraceState, fold_span
+
+    info = RunInfo(run_id="run-20260101-090000", started_at="2026-01-01T08:59:59.500Z", model="tiny")
+    talking = big_run(60)
+    for event in talking:  # a ``full`` log's model calls carry their messages
+        if event["type"] == "llm_call":
+            event["payload"] |= {
+                "sent": [{"role": "user", "content": "go"}],
+                "sentFrom": 0,
+                "received": {"content": "ok"},
+            }
+    logs = [talking, *(scenario.events for scenario in SCENARIOS)]
+    for events in logs:
+        typed = typed_events(events)
+        for capture in (False, True):
+            whole, slim = TraceState(info, capture_content=capture), TraceState(info, capture_content=capture)
+            for event in typed:
+                expected = fold_span(whole, msgspec.to_builtins(event))
+                assert fold_span(slim, as_folded(event, capture_content=capture)) == expected, event
+    sent = [e for e in typed_llm_calls(logs) if not isinstance(e.payload.sent, msgspec.UnsetType)]
+    assert sent, "the logs exercise a model call's messages"
+    assert "sent" not in as_folded(sent[0], capture_content=False)["payload"]
+
+
+def typed_events(events: list[dict[str, Any]]) -> list[RunEvent]:
+    """The events the engine's typed log knows (the flow scenarios also hold events of other writers)."""
+    typed = []
+    for event in events:
+        try:
+            typed.append(msgspec.convert(event, RunEvent))
+        except msgspec.ValidationError:
+            continue
+    return typed
+
+
+def typed_llm_calls(logs: list[list[dict[str, Any]]]) -> list[Any]:
+    from orchestrator.runlog.events import LlmCall
+
+    return [event for events in logs for event in typed_events(events) if isinstance(event, LlmCall)]

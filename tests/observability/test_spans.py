@@ -241,3 +241,24 @@ def test_garbage_events_are_skipped() -> None:
         {"type": "interrupt_resolved", "timestamp": "2026-01-01T09:00:00Z", "payload": {"target": "x"}},
     ):
         assert fold_span(state, event) == []
+
+
+def test_a_writers_timestamp_parses_as_any_iso_timestamp() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from orchestrator.flow.foldstate import epoch
+    from orchestrator.observability.spans import timestamp_ns
+
+    @given(st.integers(min_value=0, max_value=4_000_000_000_000))
+    def check(ms: int) -> None:
+        stamp = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)).isoformat(timespec="milliseconds")
+        written = stamp.replace("+00:00", "Z")
+        assert timestamp_ns(written) == timestamp_ns(stamp) == ms * 1_000_000
+        seconds = epoch(written)
+        assert seconds is not None and timestamp_ns(written) == round(seconds * 1000) * 1_000_000
+
+    check()
+    assert timestamp_ns("2026-13-01T00:00:00.000Z") is None and timestamp_ns("2026-01-01T00:00:00.0x0Z") is None

@@ -1,9 +1,10 @@
 """The one place the OpenTelemetry SDK is used: finished ``SpanData`` → the SDK's spans → a
 ``BatchSpanProcessor`` with a bounded queue → the OTLP/HTTP exporter, in the processor's own thread.
 
-``submit`` only converts and enqueues (a deque append): the trio code that calls it never waits on the
-network. A collector that is down, slow or refusing costs spans, not time: a full queue drops the
-oldest, a failed export drops its batch; both are counted (``ExportReport``) and the first failure is
+``submit`` only hands the spans to the sink's own thread (a deque append): the trio code that calls it
+never waits on the network, nor converts the spans to the SDK's (that thread does, every 50 ms). A
+collector that is down, slow or refusing costs spans, not time: a full hand-off or processor queue drops
+its oldest, a failed export drops its batch; all are counted (``ExportReport``) and the first failure is
 logged once. ``close`` is the one blocking call, bounded by ``shutdownTimeoutSeconds``; async callers
 run it in a worker thread.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,6 +37,10 @@ _KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT, "server": Sp
 _STATUS = {"unset": StatusCode.UNSET, "ok": StatusCode.OK, "error": StatusCode.ERROR}
 #: The SDK's own loggers repeat every failed attempt; the sink reports drops itself, once.
 _QUIET = ("opentelemetry.exporter", "opentelemetry.sdk._shared_internal")
+#: The processor's queue size when the configuration leaves it to the SDK (its default).
+_DEFAULT_QUEUE = 2048
+#: How often the sink's thread converts the spans handed to it (a wake per span would cost the run more).
+_POLL_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -120,28 +126,52 @@ class SpanSink:
             endpoint=config.endpoint, headers=config.headers or None, timeout=config.export_timeout_seconds
         )
         self._exporter = _Counting(inner, config.endpoint)
-        queue = config.max_queue_size
+        size = config.max_queue_size
         self._processor = BatchSpanProcessor(
             self._exporter,
-            max_queue_size=queue,
+            max_queue_size=size,
             schedule_delay_millis=schedule_delay_millis,
-            max_export_batch_size=min(queue, 512) if queue is not None else None,
+            max_export_batch_size=min(size, 512) if size is not None else None,
         )
         self.resource = Resource.create({"service.name": config.service_name})
         self.submitted = 0
         self._closed = False
+        #: batches submitted, not converted yet: an append is atomic and wakes no thread; when full, the
+        #: oldest is dropped (counted: never exported); at most as many as the processor's queue holds spans
+        self._handoff: deque[Sequence[SpanData]] = deque(maxlen=size if size is not None else _DEFAULT_QUEUE)
+        self._stop = threading.Event()
+        self._converter = threading.Thread(target=self._convert, name="otel-sink-convert", daemon=True)
+        self._converter.start()
 
     @property
     def capture_content(self) -> bool:
         return self.config.capture_content
 
     def submit(self, spans: Sequence[SpanData]) -> None:
-        """Enqueue finished spans; never blocks (a full queue drops its oldest span)."""
+        """Hand finished spans to the sink's thread; never blocks (a full hand-off drops its oldest)."""
         if self._closed:
             return
-        for span in spans:
-            self._processor.on_end(to_readable(span, self.resource))
         self.submitted += len(spans)
+        self._handoff.append(spans)
+
+    def _convert(self) -> None:
+        """The sink's thread: every ``_POLL_SECONDS`` (and once at ``close``), each handed-off span → the
+        SDK's span → the processor's queue."""
+        while True:
+            stopping = self._stop.wait(_POLL_SECONDS)
+            while self._handoff:
+                spans = self._handoff.popleft()
+                try:
+                    for span in spans:
+                        self._processor.on_end(to_readable(span, self.resource))
+                except Exception:  # never take the thread down: the batch is dropped (counted: never exported)
+                    logger.exception("trace export: could not convert a span")
+            if stopping:
+                return
+
+    def _drain(self) -> None:
+        self._converter.join()  # every span handed off before ``close`` reaches the processor
+        self._processor.shutdown()
 
     def report(self) -> ExportReport:
         return ExportReport(submitted=self.submitted, exported=self._exporter.exported)
@@ -150,9 +180,10 @@ class SpanSink:
         """Send what is queued, waiting at most ``shutdownTimeoutSeconds``; the rest is dropped."""
         if not self._closed:
             self._closed = True
+            self._stop.set()
             # The processor's own shutdown waits up to 30 s on a slow collector: bound it from outside
             # (a daemon thread left behind ends with the process).
-            stopper = threading.Thread(target=self._processor.shutdown, name="otel-sink-close", daemon=True)
+            stopper = threading.Thread(target=self._drain, name="otel-sink-close", daemon=True)
             stopper.start()
             stopper.join(self.config.shutdown_timeout_seconds)
         report = self.report()

@@ -39,12 +39,14 @@ from orchestrator.observability.tracestate import (
     as_int,
     as_json,
     fail,
+    json_size,
     span_id_for,
     timestamp_ns,
     trace_id_for,
 )
 
 __all__ = [
+    "FOLDED",
     "RunInfo",
     "SpanData",
     "SpanEvent",
@@ -71,6 +73,28 @@ _ROLE_EVENTS = frozenset(
     }
 )
 _CHAT_ENDS = frozenset({names.LLM_CALL, names.LLM_UNAVAILABLE, names.CONTEXT_BUDGET_EXCEEDED})
+_POINTS = frozenset({names.EFFORT_SET, names.DEPTH_EXCEEDED, names.ROLE_NOT_FOUND, names.INQUIRY_DROPPED})
+#: The event types whose payload the fold reads; of any other it reads only the timestamp.
+FOLDED = frozenset(
+    {
+        names.ROLE_START,
+        names.ROLE_FINISHED,
+        names.LLM_CALL_START,
+        names.LLM_RETRY,
+        names.TOOL_CALL,
+        names.TOOL_RESULT,
+        names.ASK_HUMAN,
+        names.HUMAN_ANSWER,
+        names.INTERRUPT,
+        names.INTERRUPT_RESOLVED,
+        names.PLAN_MODIFICATION,
+        names.CONTEXT_COMPACTED,
+        names.RUN_RESUMED,
+    }
+    | _CHAT_ENDS
+    | _ROLE_EVENTS
+    | _POINTS
+)
 
 
 # --- roles -------------------------------------------------------------------------------------------
@@ -301,7 +325,7 @@ def _tool_result(s: TraceState, p: Mapping[str, Any], t: int, out: list[SpanData
     span.attributes[a.TOOL_OUTCOME] = kind if isinstance(kind, str) else "unknown"
     result = p.get("result")
     if isinstance(result, Mapping):
-        span.attributes[a.TOOL_RESULT_SIZE] = len(as_json(result).encode())
+        span.attributes[a.TOOL_RESULT_SIZE] = json_size(result)
         if (code := _exit_code(result.get("data"))) is not None:
             span.attributes[a.TOOL_EXIT_CODE] = code
         if s.capture:
@@ -382,12 +406,7 @@ def fold_span(s: TraceState, event: Mapping[str, Any]) -> list[SpanData]:
         sus.compaction(s, p, t, out)
     elif kind == names.RUN_RESUMED:
         sus.resumed(s, p, t, out)
-    elif kind in _ROLE_EVENTS or kind in (
-        names.EFFORT_SET,
-        names.DEPTH_EXCEEDED,
-        names.ROLE_NOT_FOUND,
-        names.INQUIRY_DROPPED,
-    ):
+    elif kind in _ROLE_EVENTS or kind in _POINTS:
         sus.point(s, str(kind), p, t)
     s.last_ns = t
     return out
