@@ -77,7 +77,14 @@ def test_the_demo_link_lands_on_its_runs_replay(browser: Browser, tmp_path: Path
             expect(page).to_have_url(re.compile(f"/#watch/{run_id}/replay$"))  # the sign-in redirect kept it
             expect(page.get_by_test_id("screen-watch")).to_be_visible()
             expect(page.get_by_test_id("watch-run-id")).to_have_text(run_id)
-            expect(page.get_by_test_id("run-status")).to_have_text("Done")
+            status = page.get_by_test_id("run-status")
+            expect(status).to_have_text(re.compile(r"^\s*Replay\s*$"))  # the badge says it is a replay
+            # it plays 4 operations a wall-clock second: at full speed it reaches the end, where it stays on the
+            # whole run; closing the replay shows the run's own status
+            page.get_by_test_id("replay-speed").select_option("full")
+            expect(status).to_have_attribute("title", re.compile(r"was: Done$"))
+            page.get_by_test_id("replay-exit").click()
+            expect(status).to_have_text("Done")
             expect(page.get_by_test_id("screen-compose")).to_be_hidden()
             shots.save(page, "demo-landing")
         finally:
