@@ -24,7 +24,7 @@ from orchestrator.foundry.report import render_table
 from orchestrator.foundry.runner import SuiteError, SuiteOptions, run_suite
 from orchestrator.vocabulary import DEFAULT_EFFORT, EFFORT_TIERS
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "positive_count", "print_problems"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -39,7 +39,8 @@ def _positive(text: str) -> float:
     return value
 
 
-def _count(text: str) -> int:
+def positive_count(text: str) -> int:
+    """An argparse type: a whole number of at least 1, else an error naming the text."""
     try:
         value = int(text)
     except ValueError:
@@ -65,7 +66,7 @@ def build_parser(prog: str = "orchestrator bench") -> argparse.ArgumentParser:
     parser.add_argument(
         "--repeats",
         metavar="K",
-        type=_count,
+        type=positive_count,
         default=1,
         help="run the suite K times per Guild and report 95 %% intervals (default 1)",
     )
@@ -124,8 +125,9 @@ def options_from(args: argparse.Namespace, env: Mapping[str, str]) -> SuiteOptio
     )
 
 
-def _problems(title: str, problems: list[str]) -> None:
-    print(f"orchestrator bench: {title}:", file=sys.stderr)
+def print_problems(prog: str, title: str, problems: list[str]) -> None:
+    """``prog: title:`` then one indented line per problem, on stderr."""
+    print(f"{prog}: {title}:", file=sys.stderr)
     for problem in problems:
         print(f"  - {problem}", file=sys.stderr)
 
@@ -134,10 +136,10 @@ def _compare(options: SuiteOptions, guilds: list[Path], repeats: int, *, as_json
     try:
         comparison, out_dir = trio.run(partial(run_comparison, options, guilds, repeats, progress_stream=sys.stderr))
     except SuiteError as exc:
-        _problems("invalid suite", exc.problems)
+        print_problems("orchestrator bench", "invalid suite", exc.problems)
         return EXIT_USAGE
     except ConfigError as exc:
-        _problems("invalid configuration", exc.problems)
+        print_problems("orchestrator bench", "invalid configuration", exc.problems)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -162,13 +164,13 @@ def main(argv: list[str] | None = None, *, prog: str = "orchestrator bench") -> 
     try:
         summary, out_dir = trio.run(partial(run_suite, options, progress_stream=sys.stderr))
     except SuiteError as exc:
-        _problems("invalid suite", exc.problems)
+        print_problems("orchestrator bench", "invalid suite", exc.problems)
         return EXIT_USAGE
     except ServiceError as exc:
-        _problems("the service cannot be used", [str(exc)])
+        print_problems("orchestrator bench", "the service cannot be used", [str(exc)])
         return EXIT_USAGE
     except ConfigError as exc:
-        _problems("invalid configuration", exc.problems)
+        print_problems("orchestrator bench", "invalid configuration", exc.problems)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -19,6 +19,8 @@ import trio
 
 from orchestrator.config import resolve_paths
 from orchestrator.errors import ConfigError
+from orchestrator.foundry.cli import positive_count as _count
+from orchestrator.foundry.cli import print_problems
 from orchestrator.foundry.results import render_report
 from orchestrator.foundry.runner import SuiteError
 from orchestrator.foundry.search import FoundryError, FoundryOptions, FoundryStopped, run_foundry
@@ -28,16 +30,6 @@ __all__ = ["ProgressLine", "build_parser", "main"]
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 PROG = "orchestrator foundry"
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -124,12 +116,6 @@ def options_from(args: argparse.Namespace, env: Mapping[str, str]) -> FoundryOpt
     )
 
 
-def _problems(title: str, problems: list[str]) -> None:
-    print(f"{PROG}: {title}:", file=sys.stderr)
-    for problem in problems:
-        print(f"  - {problem}", file=sys.stderr)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the command; returns the exit code (argparse usage errors exit 2 through ``SystemExit``)."""
     parser = build_parser()
@@ -141,10 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary, out = trio.run(partial(run_foundry, options, on_progress=progress.update))
     except (FoundryError, SuiteError) as exc:
-        _problems("cannot start", exc.problems)
+        print_problems(PROG, "cannot start", exc.problems)
         return EXIT_USAGE
     except ConfigError as exc:
-        _problems("invalid configuration", exc.problems)
+        print_problems(PROG, "invalid configuration", exc.problems)
         return EXIT_USAGE
     except FoundryStopped as exc:
         progress.end()
