@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from playwright.sync_api import expect
+from tests.slowness import slowness
 from tests.web.harness import Shots, UiService, call, finish, turn
 from tests.web.runview_page import mount, open_host
 from tests.web.test_perf_2000 import _bench_module
@@ -247,7 +248,7 @@ def test_a_1000_operation_run_replays_at_full_speed_without_long_tasks(ui_servic
     )
     assert cpu and max(cpu) <= LONG_TASK_MS, sorted(cpu)[-5:]
     if not busy:  # the acceptance bound as a person's browser measures it
-        assert all(ms <= LONG_TASK_MS for ms in long_tasks), long_tasks
+        assert all(ms <= LONG_TASK_MS * slowness() for ms in long_tasks), long_tasks  # wall clock: scaled
 
     final = page.evaluate("rvHost.view.replayState.frame")
     assert final["status"] == "success" and final["operationsTotal"] == total
