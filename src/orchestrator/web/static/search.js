@@ -247,34 +247,36 @@ export function createSearch(host, ctx, view) {
   }
   document.addEventListener("keydown", onKey);
 
+  let jumps = 0; // bumped by every jump: a slower, older jump never lands over a newer one
+
   /** The inspector target of a jump: the hint's instance, else the located event's, else the op's role. */
-  async function openTurn(opId, hint) {
-    let found = hint && hint.instanceId ? hint : null;
-    if (!found) {
-      try {
-        const located = await ctx.api.get(`${base}?operation=${encodeURIComponent(opId)}`);
-        if (located && located.instanceId) found = located;
-        else if (!hint) hint = located;
-      } catch {
-        // the role fallback below still opens something useful
-      }
+  async function turnOf(opId, hint) {
+    if (hint && hint.instanceId) return hint;
+    try {
+      const located = await ctx.api.get(`${base}?operation=${encodeURIComponent(opId)}`);
+      if (located && located.instanceId) return located;
+      if (!hint) hint = located;
+    } catch {
+      // the role fallback below still opens something useful
     }
-    if (destroyed) return;
-    if (!found) {
-      const flow = view.getFlow();
-      const op = flow && (flow.operations || []).find((o) => o.id === opId);
-      const people = new Map(((flow && flow.participants) || []).map((p) => [p.id, p]));
-      const who = op && [people.get(op.destination), people.get(op.source)].find((p) => p && p.kind === "role");
-      if (!who) return;
-      found = { instanceId: view.participantInstance(who.id), role: who.role, logIndex: hint ? hint.logIndex : undefined };
-    }
-    view.openTurn({ instanceId: found.instanceId, role: found.role, focusIndex: found.logIndex });
+    const flow = view.getFlow();
+    const op = flow && (flow.operations || []).find((o) => o.id === opId);
+    const people = new Map(((flow && flow.participants) || []).map((p) => [p.id, p]));
+    const who = op && [people.get(op.destination), people.get(op.source)].find((p) => p && p.kind === "role");
+    if (!who) return null;
+    return { instanceId: view.participantInstance(who.id), role: who.role, logIndex: hint ? hint.logIndex : undefined };
   }
 
-  function land(opId, hint) {
+  /** Show the jump's card, row and turn together, once its turn is known: a card that appeared before an
+   * inspector still on its way would let the user act (Escape, a click) on a page about to change under
+   * them. */
+  async function land(opId, hint) {
+    const jump = ++jumps;
+    const found = await turnOf(opId, hint);
+    if (destroyed || jump !== jumps) return;
     view.openCard(opId);
     if (view.getMode() === "sequence") view.scrollSequence(opId);
-    openTurn(opId, hint);
+    if (found) view.openTurn({ instanceId: found.instanceId, role: found.role, focusIndex: found.logIndex });
   }
 
   function focusOperation(opId, hint = null) {
