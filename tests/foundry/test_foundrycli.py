@@ -128,6 +128,15 @@ def test_bad_input_gets_a_clear_error_and_exit_2(tmp_path: Path, capsys: pytest.
     code, err = foundry("--resume", str(empty))
     assert code == 2 and "not a Foundry results folder" in err
 
+    recorded = tmp_path / "recorded"  # a results folder whose search was given a budget of 12
+    recorded.mkdir()
+    options = {"suite": str(suite), "guild": "g", "deployment": "d", "only": [], "budget": 12, "repeats": 4}
+    options |= {"seed": 0, "simSolutions": True, "effort": "standard", "runTimeout": 60.0}
+    options |= {"reflectionApiBase": None, "reflectionModel": None}
+    (recorded / "foundry.json").write_text(json.dumps(options))
+    code, err = foundry("--resume", str(recorded), "--budget", "8")
+    assert code == 2 and "--budget 8 is below the resumed search's own budget of 12" in err
+
 
 async def _wait_for_runs(out: Path, count: int) -> None:
     with trio.fail_after(budget(60)):

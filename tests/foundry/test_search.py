@@ -82,6 +82,25 @@ async def test_the_foundry_finds_the_missing_instruction(tmp_path: Path) -> None
     assert summary.best_candidate == best["id"]
 
 
+async def test_a_resumed_search_can_be_given_more_budget_never_less(tmp_path: Path) -> None:
+    """``--resume OUT --budget N`` raises the recorded budget (kept in foundry.json for the next resume);
+    a smaller one is refused before anything runs."""
+    suite = make_suite(tmp_path)
+    async with serve_script(reflection_script()) as reflection:
+        first, out = await run_foundry(foundry_options(tmp_path, suite, reflection.base_url, budget=4))
+        assert (first.metric_calls, first.improved) == (4, False)  # the seed's four runs, nothing more
+        with pytest.raises(FoundryError, match=r"--budget 3 is below the resumed search's own budget of 4"):
+            await run_foundry(foundry_options(tmp_path, suite, reflection.base_url, resume=out, resume_budget=3))
+        second, _ = await run_foundry(
+            foundry_options(tmp_path, suite, reflection.base_url, resume=out, resume_budget=20)
+        )
+    assert second.budget == 20
+    assert json.loads((out / "foundry.json").read_text())["budget"] == 20
+    assert 4 < second.metric_calls <= 20
+    assert second.improved is True
+    assert second.evaluations == 8  # the seed's four runs were not made again
+
+
 async def test_when_nothing_helps_the_seed_stays_best_with_intervals(tmp_path: Path) -> None:
     suite = make_suite(tmp_path)
     async with serve_script(reflection_script(USELESS)) as reflection:

@@ -23,7 +23,14 @@ from orchestrator.foundry.cli import positive_count as _count
 from orchestrator.foundry.cli import print_problems
 from orchestrator.foundry.results import render_report
 from orchestrator.foundry.runner import SuiteError
-from orchestrator.foundry.search import FoundryError, FoundryOptions, FoundryStopped, run_foundry
+from orchestrator.foundry.search import (
+    DEFAULT_BUDGET,
+    FoundryError,
+    FoundryOptions,
+    FoundryStopped,
+    resumed,
+    run_foundry,
+)
 from orchestrator.vocabulary import DEFAULT_EFFORT, EFFORT_TIERS
 
 __all__ = ["ProgressLine", "build_parser", "main"]
@@ -42,7 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("suite", metavar="SUITE_DIR", nargs="?", help="a folder of benchmark folders (not needed with --resume)")
     add("--guild", metavar="DIR", help="the seed Guild (default ORCHESTRATOR_GUILD_DIR or ./guild)")
     add("--deployment", metavar="FILE", help="deployment file (default ORCHESTRATOR_DEPLOYMENT_FILE or ./deployment/…)")
-    add("--budget", metavar="N", type=_count, default=100, help="most runs, the seed's included (default 100)")
+    add(
+        "--budget",
+        metavar="N",
+        type=_count,
+        help=f"most runs, the seed's included (default {DEFAULT_BUDGET}; with --resume: raise the search's own)",
+    )
     add("--repeats", metavar="K", type=_count, default=1, help="runs of each benchmark per candidate (default 1)")
     add("--workers", metavar="N", type=_count, default=1, help="workers of the local Dask cluster (default 1)")
     add("--scheduler", metavar="ADDR", help="use this running Dask scheduler (tcp://host:8786) instead")
@@ -100,7 +112,7 @@ def options_from(args: argparse.Namespace, env: Mapping[str, str]) -> FoundryOpt
         guild_dir=guild_dir.resolve(),
         deployment_file=deployment_file.resolve(),
         env=env,
-        budget=args.budget,
+        budget=DEFAULT_BUDGET if args.budget is None else args.budget,
         repeats=args.repeats,
         workers=args.workers,
         scheduler=args.scheduler,
@@ -113,6 +125,7 @@ def options_from(args: argparse.Namespace, env: Mapping[str, str]) -> FoundryOpt
         seed=args.seed,
         effort=args.effort,
         run_timeout=args.run_timeout,
+        resume_budget=args.budget if args.resume else None,
     )
 
 
@@ -123,6 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite is None and args.resume is None:
         parser.error("SUITE_DIR is required (or --resume DIR)")
     options = options_from(args, dict(os.environ))
+    if options.resume is not None:
+        try:
+            options = resumed(options)  # the progress line counts against the resumed search's budget
+        except FoundryError as exc:
+            print_problems(PROG, "cannot start", exc.problems)
+            return EXIT_USAGE
     progress = ProgressLine(options.budget)
     try:
         summary, out = trio.run(partial(run_foundry, options, on_progress=progress.update))

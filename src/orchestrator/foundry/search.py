@@ -49,9 +49,11 @@ from orchestrator.fsutil import atomic_write
 from orchestrator.llm import timeouts_from_env
 from orchestrator.vocabulary import DEFAULT_EFFORT
 
-__all__ = ["FoundryError", "FoundryOptions", "FoundryStopped", "Recorded", "run_foundry"]
+__all__ = ["DEFAULT_BUDGET", "FoundryError", "FoundryOptions", "FoundryStopped", "Recorded", "resumed", "run_foundry"]
 
 OPTIONS_FILE = "foundry.json"
+#: the most benchmark runs a search spends when ``--budget`` is not given
+DEFAULT_BUDGET = 100
 #: examples gepa shows the reflection model per proposal
 MINIBATCH = 3
 
@@ -96,7 +98,7 @@ class FoundryOptions:
     guild_dir: Path
     deployment_file: Path
     env: Mapping[str, str]
-    budget: int = 100
+    budget: int = DEFAULT_BUDGET
     repeats: int = 1
     workers: int = 1
     scheduler: str | None = None
@@ -111,6 +113,8 @@ class FoundryOptions:
     run_timeout: float = 1800.0
     #: how long an existing scheduler (and its first worker) may take to answer
     connect_seconds: float = 10.0
+    #: with ``resume``: a ``--budget`` given again, which replaces the recorded one (only ever raised)
+    resume_budget: int | None = None
 
 
 def _record(options: FoundryOptions) -> Recorded:
@@ -142,12 +146,18 @@ def resumed(options: FoundryOptions) -> FoundryOptions:
         ) from None
     except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise FoundryError(f"{path}: cannot be read: {exc}") from None
+    budget = recorded.budget if options.resume_budget is None else options.resume_budget
+    if budget < recorded.budget:
+        raise FoundryError(
+            f"--budget {budget} is below the resumed search's own budget of {recorded.budget}: a resumed "
+            "search can be given more runs, never fewer (leave --budget out to keep it)"
+        )
     return FoundryOptions(
         suite=Path(recorded.suite),
         guild_dir=Path(recorded.guild),
         deployment_file=Path(recorded.deployment),
         env=options.env,
-        budget=recorded.budget,
+        budget=budget,
         repeats=recorded.repeats,
         workers=options.workers,
         scheduler=options.scheduler,
@@ -161,6 +171,7 @@ def resumed(options: FoundryOptions) -> FoundryOptions:
         effort=recorded.effort,
         run_timeout=recorded.run_timeout,
         connect_seconds=options.connect_seconds,
+        resume_budget=budget,
     )
 
 
