@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tests.helpers import write_deployment, write_guild
+
+if TYPE_CHECKING:
+    from orchestrator.foundry.job import RunJob
 
 PHRASE = "Always write done.txt before you finish."
 #: what the reflection sim proposes when nothing should help
@@ -105,9 +108,43 @@ def clean_env() -> dict[str, str]:
     return env
 
 
-def write_search(folder: Path, *, improved: bool = True) -> Path:
+def sim_job(root: Path, prompt: str) -> RunJob:
+    """The Dask job of one run of ``bench_0`` of a one-benchmark suite under ``root``, the orchestrator's
+    prompt ``prompt``, the model the benchmark's sim solution."""
+    from orchestrator.foundry.job import RunJob, pack_tree
+    from orchestrator.foundry.runner import copy_benchmark
+
+    suite = make_suite(root)
+    guild = make_guild(root)
+    (guild / "prompts" / "orchestrator.md").write_text(prompt)
+    bench = suite / "bench_0"
+    copy = root / "copy"
+    copy_benchmark(bench, copy)
+    return RunJob(
+        candidate="c1",
+        benchmark="bench_0",
+        repeat=0,
+        guild_files=pack_tree(guild),
+        bench_files=pack_tree(copy),
+        eval_json=(bench / "eval.json").read_bytes(),
+        deployment=deployment(root).read_bytes(),
+        sim_script=(bench / "sim-solution.json").read_bytes(),
+    )
+
+
+def sim_run_archive(root: Path) -> bytes:
+    """The run folder of one real run (the sim model solving ``bench_0``) as the gzipped tar a worker sends."""
+    from orchestrator.foundry.job import decode_outcome, encode_job, execute_job
+
+    outcome = decode_outcome(execute_job(encode_job(sim_job(root, f"You are the orchestrator. {PHRASE}\n"))))
+    assert outcome.status == "pass" and outcome.archive, outcome.reasons
+    return outcome.archive
+
+
+def write_search(folder: Path, *, improved: bool = True, archive: bytes = b"") -> Path:
     """A finished Foundry results folder (``foundry.json``, ``summary.json``, ``candidates/``) scored from a real cache:
-    the seed 0/4, a candidate changing the orchestrator's prompt 4/4 (or 1/4 when not ``improved``)."""
+    the seed 0/4, a candidate changing the orchestrator's prompt 4/4 (or 1/4 when not ``improved``). With
+    ``archive`` (``sim_run_archive``), every run has that run folder under ``runs/``."""
     from orchestrator.foundry.candidate import candidate_id
     from orchestrator.foundry.evalcache import EvalCache
     from orchestrator.foundry.job import RunOutcome
@@ -120,7 +157,12 @@ def write_search(folder: Path, *, improved: bool = True) -> Path:
     passes = [True] * 4 if improved else [True, False, False, False]
     for candidate, results in ((seed, [False] * 4), (better, passes)):
         for repeat, passed in enumerate(results):
-            cache.put(candidate_id(candidate), "bench_0", repeat, RunOutcome(status="pass" if passed else "fail"))
+            cache.put(
+                candidate_id(candidate),
+                "bench_0",
+                repeat,
+                RunOutcome(status="pass" if passed else "fail", archive=archive),
+            )
     summary = build_summary(
         lineage=Lineage([seed, better], [None, 0]),
         benchmarks=["bench_0"],

@@ -7,36 +7,16 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from tests.foundry.foundry_fixtures import PHRASE, deployment, make_guild, make_suite
+from tests.foundry.foundry_fixtures import PHRASE, sim_job
 
-from orchestrator.foundry.job import RunJob, decode_outcome, encode_job, execute_job, pack_tree, unpack_tar, unpack_tree
-from orchestrator.foundry.runner import copy_benchmark
-
-
-def _job(tmp_path: Path, prompt: str) -> RunJob:
-    suite = make_suite(tmp_path)
-    guild = make_guild(tmp_path)
-    (guild / "prompts" / "orchestrator.md").write_text(prompt)
-    bench = suite / "bench_0"
-    copy = tmp_path / "copy"
-    copy_benchmark(bench, copy)
-    return RunJob(
-        candidate="c1",
-        benchmark="bench_0",
-        repeat=0,
-        guild_files=pack_tree(guild),
-        bench_files=pack_tree(copy),
-        eval_json=(bench / "eval.json").read_bytes(),
-        deployment=deployment(tmp_path).read_bytes(),
-        sim_script=(bench / "sim-solution.json").read_bytes(),
-    )
+from orchestrator.foundry.job import decode_outcome, encode_job, execute_job, pack_tree, unpack_tar, unpack_tree
 
 
 def test_a_run_that_solves_the_benchmark_passes_with_its_trace_and_run_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    job = _job(tmp_path, f"You are the orchestrator. {PHRASE}\n")
+    job = sim_job(tmp_path, f"You are the orchestrator. {PHRASE}\n")
     assert "eval.json" not in job.bench_files and "sim-solution.json" not in job.bench_files
     outcome = decode_outcome(execute_job(encode_job(job)))
     assert outcome.status == "pass", outcome.reasons
@@ -51,7 +31,7 @@ def test_a_run_that_solves_the_benchmark_passes_with_its_trace_and_run_folder(
 
 
 def test_a_run_that_ends_error_is_not_validated(tmp_path: Path) -> None:
-    outcome = decode_outcome(execute_job(encode_job(_job(tmp_path, "You are the orchestrator.\n"))))
+    outcome = decode_outcome(execute_job(encode_job(sim_job(tmp_path, "You are the orchestrator.\n"))))
     assert outcome.status == "error" and outcome.error_kind == "run"
     assert outcome.reasons == ["the run ended error: I was not told what to write (validation skipped)"]
     assert outcome.exit_code is None
@@ -59,7 +39,7 @@ def test_a_run_that_ends_error_is_not_validated(tmp_path: Path) -> None:
 
 
 def test_a_configuration_the_worker_cannot_load_is_an_error_outcome(tmp_path: Path) -> None:
-    job = msgspec.structs.replace(_job(tmp_path, "You are the orchestrator.\n"), deployment=b"{}")
+    job = msgspec.structs.replace(sim_job(tmp_path, "You are the orchestrator.\n"), deployment=b"{}")
     outcome = decode_outcome(execute_job(encode_job(job)))
     assert outcome.status == "error" and outcome.error_kind == "config"
     assert "deployment" in outcome.reasons[0].lower() or "model" in outcome.reasons[0]

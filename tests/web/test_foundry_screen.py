@@ -1,14 +1,16 @@
 """The Foundry screen in a real browser: the workspace's searches from ``GET /api/foundry``, newest first,
 each with its verdict, the seed's and the best candidate's scores with 95 % intervals, and its candidates;
-an empty workspace says how to start one."""
+an empty workspace says how to start one; each run of a candidate opens in the run view (issue 24)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+from pathlib import Path
 
 from playwright.sync_api import Page, expect
-from tests.foundry.foundry_fixtures import write_search
+from tests.foundry.foundry_fixtures import sim_run_archive, write_search
 from tests.web.harness import Shots, UiService
 
 
@@ -129,3 +131,52 @@ def test_a_running_search_shows_its_progress_and_updates_live(page: Page, ui_ser
     (folder / "summary.json").write_text(json.dumps(finished))
     expect(card.get_by_test_id("foundry-status")).to_have_text("finished", timeout=10_000)
     expect(card.get_by_test_id("foundry-progress")).to_have_count(0)
+
+
+def test_a_run_of_a_candidate_opens_in_the_run_view(
+    page: Page, ui_service: UiService, shots: Shots, tmp_path: Path
+) -> None:
+    searches = ui_service.workspace / "benchmarks" / ".results"
+    for folder in searches.glob("*"):
+        for path in sorted(folder.rglob("*"), reverse=True):
+            path.unlink() if path.is_file() else path.rmdir()
+        folder.rmdir()
+    write_search(searches / "20260105-000000", archive=sim_run_archive(tmp_path))
+    page.goto("/#foundry")
+    cells = page.get_by_test_id("foundry-cell")
+    expect(cells).to_have_count(2)
+    seed_cell, child_cell = cells.nth(0), cells.nth(1)
+    expect(seed_cell.get_by_test_id("foundry-run")).to_have_text(["✗0", "✗1", "✗2", "✗3"])
+    runs = child_cell.get_by_test_id("foundry-run")
+    expect(runs).to_have_text(["✓0", "✓1", "✓2", "✓3"])
+    shots.save(page, "foundry-runs")
+
+    runs.nth(1).click()
+    expect(page).to_have_url(
+        re.compile(r"#watch/foundry~benchmarks~\.results~20260105-000000~[0-9a-f]+~bench_0~1~run-")
+    )
+    expect(page.get_by_test_id("watch-foundry")).to_contain_text("bench_0 · repeat 1")
+    expect(page.get_by_test_id("watch-task")).to_have_text("Write the file out_0.txt.")
+    for control in ("watch-interrupt", "watch-stop", "watch-next"):
+        expect(page.get_by_test_id(control)).to_be_hidden()
+    rows = page.get_by_test_id("call-tree").get_by_test_id("call-tree-row")
+    expect(rows).to_have_count(1)
+    expect(rows.nth(0)).to_have_attribute("data-role", "orchestrator")
+    rows.nth(0).click()
+    inspector = page.get_by_test_id("inspector")
+    turns = inspector.get_by_test_id("inspector-transcript").get_by_test_id("transcript-turn")
+    expect(turns.first).to_be_visible()
+    expect(inspector.get_by_test_id("inspector-transcript")).to_contain_text("echo ok > out_0.txt")
+    shots.save(page, "foundry-run-inspector")
+    page.keyboard.press("Escape")
+    expect(inspector).to_have_count(0)
+
+    page.get_by_test_id("replay-open").click()
+    expect(page.get_by_test_id("replay-bar")).to_be_visible()
+    expect(page.get_by_test_id("replay-position")).to_contain_text("Operation 1 of")
+    shots.save(page, "foundry-run-replay")
+    page.set_viewport_size({"width": 390, "height": 800})  # the long id wraps: nothing overflows sideways
+    assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+    page.set_viewport_size({"width": 1280, "height": 860})
+    page.get_by_test_id("watch-foundry-link").click()
+    expect(page.get_by_test_id("foundry-search")).to_have_count(1)

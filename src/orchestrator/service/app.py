@@ -12,6 +12,7 @@ from quart_trio import QuartTrio
 
 from orchestrator.engine.runfolder import runs_root
 from orchestrator.service.core import Service
+from orchestrator.service.foundryruns import FoundryRuns
 from orchestrator.service.perimeter import Perimeter
 from orchestrator.service.perimeter_rules import Policy
 from orchestrator.service.routes.common import RunFolders
@@ -40,8 +41,8 @@ def create_app(service: Service, policy: Policy | None = None, limits: StreamLim
     (the benchmark's baseline and a few in-process tests)."""
     app = QuartTrio(__name__, static_folder=None)
     root = runs_root(service.workspace)
-    indexes = RunIndexes(root)
-    folders = RunFolders(root)
+    folders = RunFolders(root, FoundryRuns(service.workspace))
+    indexes = RunIndexes(folders.folder)
     app.register_blueprint(pages_blueprint(service.title, service.trust.notes() if service.trust else None))
     app.register_blueprint(config_blueprint(service))
     app.register_blueprint(runs_blueprint(service, indexes, folders))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -182,10 +182,13 @@ class RunIndex(Sequence[dict[str, Any]]):
 
 
 class RunIndexes:
-    """One ``RunIndex`` per run id, created on first use (bounded: the least recently used go)."""
+    """One ``RunIndex`` per run id, created on first use (bounded: the least recently used go).
 
-    def __init__(self, runs_root: Path, capacity: int = 16) -> None:
-        self._root = runs_root
+    ``folder_of`` names a run id's folder (the routes' ``RunFolders.folder``: a Foundry run's lies outside
+    the runs root)."""
+
+    def __init__(self, folder_of: Callable[[str], Path], capacity: int = 16) -> None:
+        self._folder_of = folder_of
         self._capacity = capacity
         self._indexes: OrderedDict[str, RunIndex] = OrderedDict()
         self._locks: dict[str, trio.Lock] = {}
@@ -196,7 +199,7 @@ class RunIndexes:
         service or the active run); one update per index at a time."""
         index = self._indexes.get(run_id)
         if index is None:
-            index = RunIndex(self._root / run_id)
+            index = RunIndex(self._folder_of(run_id))
             self._indexes[run_id] = index
             self._locks[run_id] = trio.Lock()
             if len(self._indexes) > self._capacity:

@@ -9,7 +9,7 @@ import msgspec
 from tests.foundry.foundry_fixtures import write_search
 from tests.service.inprocess import inprocess_server
 
-from orchestrator.service.routes.foundry import MAX_DIFF_CHARS, component_diffs, outcome_counts
+from orchestrator.service.routes.foundry import MAX_DIFF_CHARS, candidate_runs, component_diffs, outcome_counts
 
 ROLES = {"lead": ["finish"]}
 
@@ -84,3 +84,23 @@ async def test_the_route_needs_the_token(tmp_path: Path) -> None:
     async with inprocess_server(tmp_path, "http://127.0.0.1:9/v1", ROLES) as server:
         response = await server.app.test_client().get("/api/foundry")
         assert response.status_code == 401
+
+
+def test_candidate_runs_list_each_finished_run_folder_by_its_run_view_id(tmp_path: Path) -> None:
+    folder = tmp_path / "benchmarks" / ".results" / "s"
+    for repeat, status in ((0, "pass"), (1, "error")):
+        (folder / "cache" / "c1" / "bench_0").mkdir(parents=True, exist_ok=True)
+        (folder / "cache" / "c1" / "bench_0" / f"{repeat}.json").write_text(f'{{"status": "{status}"}}')
+    for name in ("run-20260102-000001", "run-20260102-000002", "not-a-run"):
+        (folder / "runs" / "c1" / "bench_0" / "0" / name).mkdir(parents=True)
+    (folder / "runs" / "c1" / "bench_0" / "2" / "run-20260102-000003").mkdir(parents=True)  # not finished
+    runs = candidate_runs(folder, "benchmarks/.results/s", "c1", ["bench_0", "bench_1"], 3)
+    prefix = "foundry~benchmarks~.results~s~c1~bench_0~0~"
+    assert runs == {
+        "bench_0": [
+            {"repeat": 0, "status": "pass", "runId": prefix + "run-20260102-000001"},
+            {"repeat": 0, "status": "pass", "runId": prefix + "run-20260102-000002"},
+        ],
+        "bench_1": [],
+    }
+    assert candidate_runs(folder, "benchmarks/.results/s", "..", ["bench_0"], 1) == {"bench_0": []}

@@ -15,6 +15,7 @@ from quart import Response, request
 
 from orchestrator.config.redaction import Redactor
 from orchestrator.service.etag import etag_of, matches
+from orchestrator.service.foundryruns import FoundryRun, FoundryRuns, is_foundry_id, parse_foundry_id
 
 __all__ = [
     "RunFolders",
@@ -80,19 +81,29 @@ def optional_choice(body: dict[str, Any], key: str, allowed: tuple[str, ...]) ->
 
 
 class RunFolders:
-    """The workspace's run folders as the routes address them: ``known`` is the one run-id check."""
+    """The run folders the routes address: the workspace's own runs by their run id, and the runs of its
+    Foundry searches by their ``foundry~…`` id (``service/foundryruns.py``). ``known`` is the one run-id
+    check; ``folder`` of an id ``known`` refuses names no folder (it reads as absent)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, foundry: FoundryRuns | None = None) -> None:
         self.root = root
+        self.foundry = foundry
 
     def folder(self, run_id: str) -> Path:
-        return self.root / run_id
+        located = self.foundry.locate(run_id) if self.foundry is not None and is_foundry_id(run_id) else None
+        return located if located is not None else self.root / run_id
 
     def known(self, run_id: str) -> bool:
-        """A plain folder name holding a ``meta.json`` or a ``log.jsonl``."""
+        """A plain folder name holding a ``meta.json`` or a ``log.jsonl``, or a Foundry run id that locates."""
+        if is_foundry_id(run_id):
+            return self.foundry is not None and self.foundry.locate(run_id) is not None
         run_dir = self.root / run_id
         return (
             bool(run_id)
             and "/" not in run_id
             and ((run_dir / "meta.json").exists() or (run_dir / "log.jsonl").exists())
         )
+
+    def foundry_run(self, run_id: str) -> FoundryRun | None:
+        """What a Foundry run id names (``None`` for the service's own runs): such a run is read-only."""
+        return parse_foundry_id(run_id)

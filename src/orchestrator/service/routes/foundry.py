@@ -8,6 +8,9 @@ Each candidate also gets ``outcomes``: per benchmark, how many of its finished r
 ended in error (``{"bench_0": {"pass": 3, "fail": 1, "error": 0}}``), read from the evaluation cache
 (``cache/<candidate>/<benchmark>/<repeat>.json``; only the ``status`` field is decoded). A candidate id
 or benchmark name that is not a plain folder name is not looked up, so no read leaves the results folder.
+Each candidate also gets ``runs``: per benchmark, every finished run the run view opens,
+``{repeat, status, runId}`` (the ``foundry~…`` id of ``service/foundryruns.py``; a run folder whose names
+cannot be spelled in one is left out).
 A candidate with a parent also gets ``diffs``: ``[{component, diff}]``, a unified diff (``difflib``) of
 each component whose text differs from its parent's, from ``candidates/<id>/candidate.json``; a diff
 longer than ``MAX_DIFF_CHARS`` is cut there and says so.
@@ -26,9 +29,18 @@ from quart import Blueprint, Response
 
 from orchestrator.foundry.results import Summary
 from orchestrator.service.core import Service
+from orchestrator.service.foundryruns import run_ids
 from orchestrator.service.routes.common import conditional_json
 
-__all__ = ["MAX_DIFF_CHARS", "MAX_SEARCHES", "component_diffs", "find_searches", "foundry_blueprint", "outcome_counts"]
+__all__ = [
+    "MAX_DIFF_CHARS",
+    "MAX_SEARCHES",
+    "candidate_runs",
+    "component_diffs",
+    "find_searches",
+    "foundry_blueprint",
+    "outcome_counts",
+]
 
 MAX_SEARCHES = 20
 MAX_DIFF_CHARS = 20_000
@@ -42,23 +54,44 @@ def _plain(name: str) -> bool:
     return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name and "\0" not in name
 
 
+def _status(folder: Path, candidate: str, bench: str, repeat: int) -> str | None:
+    """The cached ``status`` of one finished run (``None``: not finished, or names that are not plain)."""
+    if not (_plain(candidate) and _plain(bench)):
+        return None
+    try:
+        raw = (folder / "cache" / candidate / bench / f"{repeat}.json").read_bytes()
+        return msgspec.json.decode(raw, type=_Status).status
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
 def outcome_counts(folder: Path, candidate: str, benchmarks: list[str], repeats: int) -> dict[str, dict[str, int]]:
     """Per benchmark, the pass / fail / error counts of ``candidate``'s cached runs in ``folder``."""
     counts: dict[str, dict[str, int]] = {}
     for bench in benchmarks:
         tally = {"pass": 0, "fail": 0, "error": 0}
         counts[bench] = tally
-        if not (_plain(candidate) and _plain(bench)):
-            continue
         for repeat in range(repeats):
-            try:
-                raw = (folder / "cache" / candidate / bench / f"{repeat}.json").read_bytes()
-                status = msgspec.json.decode(raw, type=_Status).status
-            except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-                continue
+            status = _status(folder, candidate, bench, repeat)
             if status in tally:
                 tally[status] += 1
     return counts
+
+
+def candidate_runs(
+    folder: Path, search: str, candidate: str, benchmarks: list[str], repeats: int
+) -> dict[str, list[dict[str, Any]]]:
+    """Per benchmark, each finished run of ``candidate`` the run view can open: ``{repeat, status, runId}``
+    (a repeat whose task made several run folders lists each), ``search`` the folder's workspace path."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for bench in benchmarks:
+        runs[bench] = [
+            {"repeat": repeat, "status": status, "runId": run_id}
+            for repeat in range(repeats)
+            if (status := _status(folder, candidate, bench, repeat)) is not None
+            for run_id in run_ids(folder, search, candidate, bench, repeat)
+        ]
+    return runs
 
 
 class _Components(msgspec.Struct):
@@ -115,11 +148,13 @@ def find_searches(workspace: Path) -> list[dict[str, Any]]:
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
             continue
         view = msgspec.to_builtins(summary)
+        path = folder.relative_to(workspace).as_posix()
         for candidate in view["candidates"]:
             benches = sorted(candidate["benchmarks"])
             candidate["outcomes"] = outcome_counts(folder, candidate["id"], benches, summary.repeats)
+            candidate["runs"] = candidate_runs(folder, path, candidate["id"], benches, summary.repeats)
             candidate["diffs"] = _diffs(folder, candidate["id"], candidate["parent"])
-        found.append((stamp, {"path": folder.relative_to(workspace).as_posix(), **view}))
+        found.append((stamp, {"path": path, **view}))
     found.sort(key=lambda item: item[0], reverse=True)
     return [view for _, view in found[:MAX_SEARCHES]]
 

@@ -1,12 +1,17 @@
 """Runs: ``POST /api/runs`` (start one now), ``GET /api/runs`` (the list), ``GET /api/runs/<id>`` and
 ``GET /api/run`` (a run's view, the latest one's), ``POST /api/runs/<id>/interrupt`` (operator requests),
-``POST /api/runs/<id>/stop`` (end the active run now: ``cancelled``)."""
+``POST /api/runs/<id>/stop`` (end the active run now: ``cancelled``).
+
+A Foundry run (``service/foundryruns.py``) is read-only: its view carries ``foundry`` (which search,
+candidate, benchmark, repeat and run it is), and an interrupt or a stop of it is a ``409``
+``run_not_active`` saying it is not one of this service's runs."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import cast
 
+import msgspec
 from quart import Blueprint, Response, request
 
 from orchestrator.engine.runfolder import RunIdCollision, read_meta
@@ -60,6 +65,13 @@ def runs_blueprint(service: Service, indexes: RunIndexes, folders: RunFolders) -
     async def get_runs() -> Response:
         return json_response(list_runs(service.workspace))
 
+    def read_only(run_id: str) -> Response | None:
+        """The refusal of a run control for a Foundry run; ``None`` for the service's own runs."""
+        if folders.foundry_run(run_id) is None:
+            return None
+        message = f"{run_id} is a run of a Foundry search, not one of this service's runs: it is read-only"
+        return json_response({"ok": False, "error": "run_not_active", "runId": run_id, "message": message}, 409)
+
     async def view(run_id: str) -> Response:
         if not folders.known(run_id):
             return error_response("not_found", 404)
@@ -73,6 +85,9 @@ def runs_blueprint(service: Service, indexes: RunIndexes, folders: RunFolders) -
             interrupt_pending=active is not None and active.run_id == run_id and active.controls.pending,
             now=datetime.now(UTC),
         )
+        foundry = folders.foundry_run(run_id)
+        if foundry is not None:
+            answer["foundry"] = msgspec.to_builtins(foundry)
         if request.args.get("recent") == "0":  # the live poll of a page that does not show the recent log
             answer["recentLog"] = []
         return conditional_json(answer)
@@ -99,6 +114,9 @@ def runs_blueprint(service: Service, indexes: RunIndexes, folders: RunFolders) -
             or not message.strip()
         ):
             return error_response("invalid_body", 400)
+        refused = read_only(run_id)
+        if refused is not None:
+            return refused
         active = service.active
         if active is None or active.run_id != run_id:
             return error_response("run_not_active", 409)
@@ -121,6 +139,9 @@ def runs_blueprint(service: Service, indexes: RunIndexes, folders: RunFolders) -
             return error_response("invalid_body", 400)
         if not folders.known(run_id):
             return error_response("not_found", 404)
+        refused = read_only(run_id)
+        if refused is not None:
+            return refused
         try:
             status = await service.stop_run(run_id, cast(StopOrigin, by or "api"))
         except RunNotActive as exc:

@@ -1,10 +1,10 @@
 // The Foundry screen: the workspace's Foundry searches (GET /api/foundry, newest first), each with its
 // verdict, the seed's and the best candidate's score with its 95 % interval (a bar from low to high, a
 // mark at the mean), and every candidate: parent, score, whether it is better than the seed, what it
-// changed, with the unified diff of each changed component against its parent's text; a benchmark × candidate matrix (pass / fail / error counts and the interval per cell) and the
+// changed, with the unified diff of each changed component against its parent's text; a benchmark × candidate matrix (pass / fail / error counts and the interval per cell, each run a link to the run view) and the
 // lineage as an indented tree; the score of each candidate over evaluations as a small SVG plot. Read-only; refreshed every 5 s while the screen is shown, every 2 s while a search runs (with its progress). See docs/foundry.md.
 
-import { errorMessage } from "./api.js";
+import { errorMessage, seg } from "./api.js";
 import { fill, h } from "./dom.js";
 
 const REFRESH_MS = 5000;
@@ -54,6 +54,17 @@ export function countsText(counts) {
   return `✓${c.pass ?? 0} ✗${c.fail ?? 0} !${c.error ?? 0}`;
 }
 
+const MARK = { pass: "✓", fail: "✗", error: "!" };
+
+/** A cell's runs, each a link to the run view (`#watch/<runId>`): its outcome mark and repeat number. */
+function runLinks(runs) {
+  if (!runs.length) return null;
+  return h("div", { class: "fd-runs" }, runs.map((run) =>
+    h("a", { href: `#watch/${seg(run.runId)}`, class: `fd-run fd-run-${run.status}`, testid: "foundry-run",
+      title: `repeat ${run.repeat}: ${run.status} — open this run in the run view` },
+    `${MARK[run.status] || "?"}${run.repeat}`)));
+}
+
 /** The benchmark × candidate matrix: a row per benchmark, a column per candidate, each cell its run counts
  * and the 95 % interval of its pass rate. Scrolls sideways inside its box when the candidates are many. */
 function matrix(search) {
@@ -66,7 +77,8 @@ function matrix(search) {
     const counts = (c.outcomes || {})[bench];
     const interval = score && score.runs ? `[${f(score.low)}, ${f(score.high)}]` : "not run";
     return h("td", { testid: "foundry-cell", "data-candidate": c.id, "data-benchmark": bench },
-      h("span", { class: "mono" }, countsText(counts)), h("div", { class: "muted" }, interval));
+      h("span", { class: "mono" }, countsText(counts)), h("div", { class: "muted" }, interval),
+      runLinks(((c.runs || {})[bench]) || []));
   };
   return h("div", { class: "fd-matrix-box" },
     h("table", { class: "fd-matrix", testid: "foundry-matrix" },

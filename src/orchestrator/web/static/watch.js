@@ -1,7 +1,8 @@
 // The watch screen: the run's header (status, task, effort, times), the flow / sequence toggle, the run
 // view of runview.js (budgets, flow and sequence; a plain role tree, budgets and recent log when that
 // module is missing), the result, the interrupt and stop buttons, the interrupt history, and the plan
-// disclosure.
+// disclosure. A Foundry search's run (its view carries `foundry`) is read-only: no interrupt, stop, retry
+// or continue; its header names the search, candidate, benchmark and repeat.
 
 import { seg } from "./api.js";
 import { duration, fill, firstLine, h, isTerminal, shortTime, statusBadge } from "./dom.js";
@@ -252,7 +253,8 @@ export function createWatch(root, app) {
       if (state.viewError && state.viewError.code === "not_found") task.textContent = "This run does not exist.";
       return;
     }
-    const live = runView.status === "running";
+    const readOnly = Boolean(runView.foundry); // a Foundry search's run: watched, never steered
+    const live = runView.status === "running" && !readOnly;
     interrupt.hidden = !live;
     stop.hidden = !live;
     pending.hidden = !runView.interruptPending;
@@ -278,7 +280,7 @@ export function createWatch(root, app) {
       sideEmpty(!listedAny && !(sent.get(runId) || []).length && !runView.plan);
       renderResult(runView, shown);
       renderPlan(runView.plan);
-      next.hidden = !offersNextStep(runView.status);
+      next.hidden = readOnly || !offersNextStep(runView.status);
       if (next.hidden) next.replaceChildren();
       else next.replaceChildren(nextStepButtons(app, run || runView, "watch-next"));
     }
@@ -292,6 +294,13 @@ export function createWatch(root, app) {
     const link = (id, testid) => h("a", { href: `#watch/${seg(id)}`, testid, class: "thread-link" }, id);
     const later = (run && run.continuedBy) || [];
     const parts = [];
+    const origin = runView.foundry;
+    if (origin) {
+      parts.push(h("span", { testid: "watch-foundry" }, "Foundry run (read-only): candidate ",
+        h("span", { class: "mono", title: origin.candidate }, origin.candidate.slice(0, 12)),
+        ` · ${origin.benchmark} · repeat ${origin.repeat} of the search `,
+        h("a", { href: "#foundry", class: "thread-link", testid: "watch-foundry-link" }, origin.search)));
+    }
     if (runView.continuesFrom) parts.push(h("span", {}, "Continues ", link(runView.continuesFrom, "watch-continues-from")));
     if (later.length) {
       parts.push(h("span", { testid: "watch-continued-by" }, "Continued in ",
