@@ -122,3 +122,11 @@ def test_the_turn_publisher_sends_resets_at_once_and_flushes_each_field() -> Non
         ("content", "<redacted> ", False),
         ("content", "done", False),
     ]
+
+
+def test_a_private_key_block_without_a_footer_is_released_once_none_can_come() -> None:
+    redactor = Redactor()
+    text = "see -----BEGIN PRIVATE KEY-----\nMIIB\n" + "then, no footer ever comes. " * 700 + "end"
+    out = _streamed(redactor, [text[i : i + 40] for i in range(0, len(text), 40)])
+    assert "".join(out) == redactor.redact(text) == "see <redacted>" + text[text.index(", no footer") :]
+    assert "".join(out[:-1]).startswith("see <redacted>")  # streamed before the end, past the footer's reach
