@@ -186,8 +186,9 @@ async def test_deltas_stream_with_a_reset_on_each_attempt(tmp_path: Path, sim_fo
     assert outcome.card.summary == "done"
     resets = [d for d in deltas if d.reset]
     assert len(resets) == 2 and all(d.role_id == "lead-0-1" and d.field == "content" for d in deltas)
-    second = deltas[deltas.index(resets[1]) :]
-    assert "".join(d.text for d in second) == "second try"
+    second_at = max(i for i, d in enumerate(deltas) if d.reset)
+    assert "".join(d.text for d in deltas[:second_at]) == "partial text"  # flushed when the attempt broke off
+    assert "".join(d.text for d in deltas[second_at:]) == "second try"
 
 
 async def test_run_id_collision_refuses_to_share_a_folder(tmp_path: Path, sim_for) -> None:

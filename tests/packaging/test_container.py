@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pytest
 import yaml
 
-from orchestrator.cli import build_parser
+from orchestrator.cliparser import build_parser
 
 from .conftest import REPO
 

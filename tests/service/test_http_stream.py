@@ -143,8 +143,49 @@ async def test_deltas_stream_for_the_subscribed_run_and_restart_on_a_retried_att
     resets = [i for i, d in enumerate(coder) if d.get("reset")]
     assert len(resets) == 2 and resets[0] == 0  # the first delta of each attempt
     first_attempt, retry = coder[: resets[1]], coder[resets[1] :]
-    assert 0 < len(first_attempt) < len(retry)  # the stalled attempt stopped half way
+    stopped_at = "".join(d["text"] for d in first_attempt if d["field"] == "content")
+    assert 0 < len(stopped_at) < len(CODER_TEXT)  # the stalled attempt stopped half way
+    assert CODER_TEXT.startswith(stopped_at)  # what it held back came out when it broke off
     assert "".join(d["text"] for d in retry if d["field"] == "reasoning") == CODER_THOUGHT
     assert "".join(d["text"] for d in retry if d["field"] == "content") == CODER_TEXT
     stalled = next(r for r in requests if r["turn"] == 1)
     assert stalled["completed"] is False  # the client gave up on the stalled stream
+
+
+SALT = "Xq7vLm2pZw9tK4rB"  # a withheld variable's value: a secret known by value only
+DSN = "postgres://reporter:Zq8vLm2pXw9t@db.internal:5432/stats"  # a credential shape, known to nobody
+LEAKY_TEXT = f"Connecting with {SALT} now, then {DSN} as asked; {SALT}"
+LEAKY_THOUGHT = f"The salt is {SALT}."
+
+
+async def test_a_secret_the_model_streams_split_over_deltas_never_reaches_the_socket(tmp_path: Path) -> None:
+    script = {
+        "turns": [
+            turn("lead", finish("done"), content=LEAKY_TEXT, reasoning=LEAKY_THOUGHT, chunkChars=3, chunkDelayMs=5),
+        ]
+    }
+    redacted_text = (
+        "Connecting with <redacted> now, then postgres://reporter:<redacted>@db.internal:5432/stats as asked; "
+    )
+    async with serve_script(script) as sim:
+        guild, deployment = write_config(tmp_path, sim.base_url, ROLES)
+        async with (
+            serve_process(tmp_path, guild=guild, deployment=deployment, env={"REPORTS_SALT": SALT}) as server,
+            open_websocket_url(server.ws_url, extra_headers=server.auth_headers) as ws,
+        ):
+            run_id = (await server.post("/api/runs", {"task": "report"})).json()["runId"]
+            await _subscribe(ws, run_id)
+            texts: dict[str, str] = {"content": "", "reasoning": ""}
+            with trio.fail_after(budget(10)):
+                while texts["content"] != redacted_text + "<redacted>":  # the last word comes at the turn's end
+                    message = json.loads(await ws.get_message())
+                    assert SALT[:4] not in json.dumps(message) and "Zq8v" not in json.dumps(message), message
+                    if message["type"] == "delta":
+                        if message.get("reset"):  # the turn's start (or a catch-up of it): the text afresh
+                            texts = {"content": "", "reasoning": ""}
+                        texts[message["field"]] += message["text"]
+            await server.run_status(run_id, "success")
+            log = (server.workspace / ".orchestration" / "runs" / run_id / "log.jsonl").read_text()
+    assert texts["reasoning"] == "The salt is <redacted>."
+    received = next(json.loads(line)["payload"]["received"] for line in log.splitlines() if '"llm_call"' in line)
+    assert (received["content"], received["reasoning"]) == (texts["content"], texts["reasoning"])

@@ -25,13 +25,30 @@ from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 import msgspec
 
-__all__ = ["MIN_SCRUB_LENGTH", "REDACTED", "SHAPES", "Redactor", "encoded_forms", "without_userinfo"]
+__all__ = [
+    "KEY_FOOTER",
+    "KEY_HEADER",
+    "KEY_REACH",
+    "MIN_SCRUB_LENGTH",
+    "REDACTED",
+    "SHAPES",
+    "Redactor",
+    "encoded_forms",
+    "replaced",
+    "without_userinfo",
+]
 
 #: The one replacement text, in rendered configuration and in redacted text alike.
 REDACTED = "<redacted>"
 #: Shorter values are not scrubbed from text: replacing every "x" (or "true") would garble messages,
 #: and a value that short protects nothing.
 MIN_SCRUB_LENGTH = 8
+
+#: The one shape that may span whitespace: a private-key block, from its header to its footer (which
+#: must start within ``KEY_REACH`` characters), else over the base64 and whitespace that follow it.
+KEY_HEADER = r"-----BEGIN[A-Z ]{0,20}PRIVATE KEY-----"
+KEY_FOOTER = r"-----END[A-Z ]{0,20}PRIVATE KEY-----"
+KEY_REACH = 16000
 
 _USER = r"[^\s/?#@:'\"<>\\]"
 _PASSWORD = r"[^\s/?#@'\"<>\\]"
@@ -53,12 +70,7 @@ SHAPES: tuple[tuple[str, str, str | None], ...] = (
     ),
     ("a Slack token", r"xox[abposr]-[A-Za-z0-9-]{10,}", ""),
     ("an AWS or Google key", r"A(?:KIA[0-9A-Z]{16}|SIA[0-9A-Z]{16}|Iza[0-9A-Za-z_-]{35})(?![0-9A-Za-z])", ""),
-    (
-        "a private key",
-        r"-----BEGIN[A-Z ]{0,20}PRIVATE KEY-----(?:[\s\S]{0,16000}?-----END[A-Z ]{0,20}PRIVATE KEY-----"
-        r"|[A-Za-z0-9+/=\s]*)",
-        None,
-    ),
+    ("a private key", rf"{KEY_HEADER}(?:[\s\S]{{0,{KEY_REACH}}}?{KEY_FOOTER}|[A-Za-z0-9+/=\s]*)", None),
     ("a URL's credentials", rf"://(?:{_USER}*:(?P<s>{_PASSWORD}+)|(?P<u>{_USER}{{8,}}))@", None),
 )
 
@@ -127,6 +139,7 @@ def _shape_in(data: bytes) -> bool:
 
 
 _USERINFO = re.compile(r"://[^\s/?#@]*@")
+_SPACE = re.compile(r"\s")
 _SHAPE_OF_CREDENTIALS = _COMPILED[-1].text
 
 
@@ -137,6 +150,20 @@ def _credentials_in(values: list[str]) -> Iterator[str]:
         if "://" in value:
             for match in _SHAPE_OF_CREDENTIALS.finditer(value):
                 yield match.group("s") or match.group("u")
+
+
+def replaced(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each of the sorted, disjoint ``spans`` replaced by ``<redacted>`` (``text`` itself
+    when there are none)."""
+    if not spans:
+        return text
+    parts: list[str] = []
+    kept_to = 0  # text before this index is emitted (or redacted)
+    for start, end in spans:
+        parts += [text[kept_to:start], REDACTED]
+        kept_to = end
+    parts.append(text[kept_to:])
+    return "".join(parts)
 
 
 def without_userinfo(text: str) -> str:
@@ -205,30 +232,35 @@ class Redactor:
         """The values replaced, longest first."""
         return self._values
 
-    def redact(self, text: str) -> str:
-        """``text`` with every known secret and credential shape replaced (the same object when none occurs)."""
-        spans: list[tuple[int, int]] = []
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where ``text`` holds a known secret or a credential shape: sorted ``(start, end)`` pairs,
+        overlapping or adjacent occurrences merged into one."""
+        found: list[tuple[int, int]] = []
         for value in self._values:
             start = text.find(value)
             while start >= 0:
-                spans.append((start, start + len(value)))
+                found.append((start, start + len(value)))
                 start = text.find(value, start + 1)
         if self._shapes:
-            spans.extend(_shape_spans(text))
-        if not spans:
-            return text
-        spans.sort()
-        parts: list[str] = []
-        kept_to = 0  # text before this index is emitted (or redacted)
-        span_start, span_end = spans[0]
-        for start, end in spans[1:]:
-            if start <= span_end:  # overlapping or adjacent: one marker
-                span_end = max(span_end, end)
-                continue
-            parts += [text[kept_to:span_start], REDACTED]
-            kept_to, span_start, span_end = span_end, start, end
-        parts += [text[kept_to:span_start], REDACTED, text[span_end:]]
-        return "".join(parts)
+            found.extend(_shape_spans(text))
+        found.sort()
+        merged: list[tuple[int, int]] = []
+        for start, end in found:
+            if merged and start <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+            else:
+                merged.append((start, end))
+        return merged
+
+    @property
+    def spaced_reach(self) -> int:
+        """The length of the longest known value with whitespace in it (0 when none has): how far back
+        a secret may reach across a space (``StreamRedactor`` holds that much back)."""
+        return max((len(v) for v in self._values if _SPACE.search(v)), default=0)
+
+    def redact(self, text: str) -> str:
+        """``text`` with every known secret and credential shape replaced (the same object when none occurs)."""
+        return replaced(text, self.spans(text))
 
     def redact_all(self, texts: Iterable[str]) -> list[str]:
         return [self.redact(text) for text in texts]

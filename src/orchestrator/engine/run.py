@@ -24,6 +24,7 @@ import trio
 
 from orchestrator import vocabulary as names
 from orchestrator.config import Settings
+from orchestrator.config.redaction_stream import TurnRedactor
 from orchestrator.config.secrets import Redactor
 from orchestrator.conversation import Message, ResultCard, ToolCall
 from orchestrator.engine import events as ev
@@ -282,8 +283,19 @@ class Run:
                 )
             )
 
+        publish = self._publisher(frame)
+
+        def on_retry_flushed(notice: RetryNotice) -> None:
+            if publish is not None:  # the broken attempt's held words, before the pause
+                publish.flush()
+            on_retry(notice)
+
         async with self._model_lock:
-            outcome = await self.llm.complete(request, self._publisher(frame), on_retry)
+            try:
+                outcome = await self.llm.complete(request, publish, on_retry_flushed)
+            finally:
+                if publish is not None:
+                    publish.flush()
         if isinstance(outcome, Unavailable):
             self.log.emit(ev.failure(names.LLM_UNAVAILABLE, frame, message=outcome.message, attempts=outcome.attempts))
             reason = self.context.redactor.redact(outcome.message)
@@ -321,7 +333,9 @@ class Run:
             return message
         return msgspec.convert(redactor.redact_value(message), Message)
 
-    def _publisher(self, frame: RoleFrame) -> Callable[[str, str, bool], None] | None:
+    def _publisher(self, frame: RoleFrame) -> TurnRedactor | None:
+        """The turn's delta publisher: the deltas redacted as the logged message will be (``_scrubbed``),
+        a secret split across deltas included, then sent to ``on_delta`` (the live stream, the terminal)."""
         sink = self.on_delta
         if sink is None:
             return None
@@ -330,7 +344,7 @@ class Run:
         def publish(field: str, text: str, reset: bool) -> None:
             sink(StreamDelta(run_id=run_id, role_id=role_id, role=role, field=field, text=text, reset=reset))
 
-        return publish
+        return TurnRedactor(self.context.redactor.encoded(), publish)
 
     # --- tool calls ----------------------------------------------------------------------------
 

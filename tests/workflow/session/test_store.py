@@ -1,4 +1,6 @@
-"""SessionStore on real folders: seals, SEAL_MISMATCH causes, lookup by stored index, transients, the key."""
+"""SessionStore on real folders: lookup by stored index (a folder failing its seal included), the cache,
+search roots, transients and promotion, the key, compare-and-swap saves through handles (the sealed folder
+itself: ``test_sealed.py``)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ import os
 import shutil
 import stat
 import threading
-import time
 from pathlib import Path
 
 import msgspec
@@ -18,22 +19,18 @@ import pytest
 from orchestrator.workflow.errors import SessionStoreError, WorkspaceConfigError
 from orchestrator.workflow.serverconfig import WorkflowSettings, load_workflow_settings
 from orchestrator.workflow.session import (
-    SEAL_FILE,
     SESSION_FILE,
-    CanonicalJsonError,
     LazyKey,
     SessionFile,
     SessionStore,
     TriggeredFrom,
     TriggeredWorkflow,
-    canonical_bytes,
     load_or_create_key,
     new_session_file,
     planning_root,
-    seal,
     touch,
 )
-from orchestrator.workflow.session.store import PENDING_SEAL_FILE, ROOTS_FILE
+from orchestrator.workflow.session.store import ROOTS_FILE
 
 T0 = 1_767_225_600.0
 
@@ -95,28 +92,7 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
-# --------------------------------------------------------------------------------------- seal
-
-
-def test_write_read_round_trip_and_file_modes(store: SessionStore, root: Path) -> None:
-    folder = root / "acc-1"
-    top = _create(store, folder)
-    data = (folder / SESSION_FILE).read_bytes()
-    assert data == canonical_bytes(top)
-    assert (folder / SEAL_FILE).read_bytes() == hmac.new(store.key, data, hashlib.sha256).hexdigest().encode()
-    assert store.read(folder) == top
-    assert stat.S_IMODE((folder / SESSION_FILE).stat().st_mode) == 0o600
-    assert stat.S_IMODE((folder / SEAL_FILE).stat().st_mode) == 0o600
-    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
-
-
-def test_token_whitespace_is_tolerated(store: SessionStore, root: Path) -> None:
-    folder = root / "acc-ws"
-    top = _create(store, folder)
-    token = (folder / SEAL_FILE).read_bytes()
-    (folder / SEAL_FILE).write_bytes(b"  " + token + b"\n")
-    assert store.read(folder) == top
+# ------------------------------------------------------------------------- a folder failing its seal
 
 
 def _expect_mismatch(store: SessionStore, folder: Path, match: str) -> None:
@@ -148,73 +124,6 @@ def test_hand_edit_is_seal_mismatch_and_restoring_bytes_heals(store: SessionStor
             fresh.locate(index)
     (folder / SESSION_FILE).write_bytes(original)
     assert store.locate(index).state == top
-
-
-def test_missing_token_is_seal_mismatch(store: SessionStore, root: Path) -> None:
-    folder = root / "acc-tok"
-    _create(store, folder)
-    (folder / SEAL_FILE).unlink()
-    _expect_mismatch(store, folder, "missing")
-
-
-def test_a_write_cut_between_its_two_renames_still_verifies(store: SessionStore, root: Path) -> None:
-    """A kill after ``session.json`` was replaced but before the seal was: the pending seal (written
-    first) signs the new bytes, so the folder reads; the next write leaves one seal and no pending."""
-    folder = root / "acc-cut"
-    top = _create(store, folder)
-    old_seal = (folder / SEAL_FILE).read_bytes()
-    newer = msgspec.structs.replace(top, seq=1)
-    store.write(folder, newer)
-    (folder / SEAL_FILE).write_bytes(old_seal)  # as if the seal rename never happened
-    (folder / PENDING_SEAL_FILE).write_text(seal(store.key, (folder / SESSION_FILE).read_bytes()))
-    assert store.read(folder) == newer
-    (folder / SEAL_FILE).unlink()  # a first write cut before its seal: the pending one still vouches
-    assert store.read(folder) == newer
-    store.write(folder, msgspec.structs.replace(newer, seq=2))
-    assert not (folder / PENDING_SEAL_FILE).exists() and store.read(folder).seq == 2
-    # a pending seal over other bytes vouches for nothing
-    (folder / PENDING_SEAL_FILE).write_text(seal(store.key, b"other bytes"))
-    (folder / SESSION_FILE).write_bytes((folder / SESSION_FILE).read_bytes().replace(b'"seq": 2', b'"seq": 9'))
-    _expect_mismatch(store, folder, "does not match")
-
-
-def _reseal(store: SessionStore, folder: Path, data: bytes) -> None:
-    (folder / SESSION_FILE).write_bytes(data)
-    (folder / SEAL_FILE).write_text(seal(store.key, data))
-
-
-def test_unknown_history_type_is_seal_mismatch_even_when_sealed(store: SessionStore, root: Path) -> None:
-    folder = root / "acc-hist"
-    _create(store, folder)
-    data = (folder / SESSION_FILE).read_bytes().replace(b"variables_seeded", b"variables_planted")
-    _reseal(store, folder, data)
-    _expect_mismatch(store, folder, "not a valid session file")
-
-
-def test_bad_json_is_seal_mismatch_even_when_sealed(store: SessionStore, root: Path) -> None:
-    folder = root / "acc-json"
-    _create(store, folder)
-    _reseal(store, folder, b'{"schemaVersion": 1,')
-    _expect_mismatch(store, folder, "not a valid session file")
-
-
-def test_unencodable_state_writes_nothing(store: SessionStore, root: Path) -> None:
-    folder = root / "acc-nan"
-    top = _create(store, folder)
-    before = _snapshot(folder)
-    with pytest.raises(CanonicalJsonError, match=r"variables\.x"):
-        store.write(folder, msgspec.structs.replace(top, variables={"x": float("nan")}))
-    assert _snapshot(folder) == before
-
-
-def test_exclusive_write_refuses_an_occupied_folder(store: SessionStore, root: Path) -> None:
-    folder = root / "acc-ex"
-    top = _create(store, folder)
-    before = _snapshot(folder)
-    with pytest.raises(SessionStoreError) as caught:
-        store.write(folder, touch(top), exclusive=True)
-    assert caught.value.code == "FOLDER_OCCUPIED"
-    assert _snapshot(folder) == before
 
 
 # --------------------------------------------------------------------------------------- indexes
@@ -468,25 +377,7 @@ def test_open_folder_and_non_durable_writes(settings: WorkflowSettings, root: Pa
         store.open_folder(root / "empty")
 
 
-# --------------------------------------------------------------------------------------- durability, CAS
-
-
-def test_one_fsynced_file_and_one_directory_fsync_per_save(
-    store: SessionStore, root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    folder = root / "acc-fsync"
-    _create(store, folder)
-    handle = store.open_folder(folder)
-    synced: list[str] = []
-    real_fsync = os.fsync
-
-    def counting(fd: int) -> None:
-        synced.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", counting)
-    store.save(handle, touch(handle.state, now=T0 + 1))
-    assert synced == ["file", "dir"]  # was six: three files, each with its own directory fsync
+# ----------------------------------------------------------------- compare-and-swap saves, the sweep
 
 
 def test_a_stale_handle_is_a_conflict_and_writes_nothing(settings: WorkflowSettings, root: Path) -> None:
@@ -504,67 +395,6 @@ def test_a_stale_handle_is_a_conflict_and_writes_nothing(settings: WorkflowSetti
     assert _snapshot(folder) == after
     fresh = first.open_folder(folder)  # re-read, then the write lands
     assert first.save(fresh, touch(fresh.state, now=T0 + 9)).state.seq == 2
-
-
-_WRITER = """
-import sys, time
-from pathlib import Path
-import msgspec
-from orchestrator.workflow.session import SessionStore, load_or_create_key, touch
-from orchestrator.workflow.serverconfig import load_workflow_settings
-settings = load_workflow_settings({"WORKFLOW_WORKSPACE": sys.argv[1], "WORKFLOW_SERVER_KEY_DIR": sys.argv[2],
-                                   "TMPDIR": sys.argv[3]}, {})
-store = SessionStore(settings, load_or_create_key(settings.key_dir))
-folder = Path(sys.argv[4])
-for _go in sys.stdin:  # one save per line the test sends, so the test knows which save can be in flight
-    handle = store.open_folder(folder)
-    big = {"blob": "x" * 200_000, "n": handle.state.seq}  # a large file keeps each write in flight longer
-    store.save(handle, touch(msgspec.structs.replace(handle.state, variables=big), now=time.time()))
-    print(handle.state.seq + 1, flush=True)
-"""
-
-
-def test_killed_writers_leave_a_folder_that_verifies(settings: WorkflowSettings, root: Path) -> None:
-    """SIGKILL a process that rewrites a session save by save, right after asking for one more save (after
-    a varying number of reported saves), so the kill lands at a different point of a write each time; every
-    time the folder verifies and holds the last reported save or the one in flight — never a torn or
-    unsealed file. The saves are paced by the test, so a slow machine changes where a kill lands, not
-    what the test may expect."""
-    import random
-    import signal
-    import subprocess
-    import sys
-
-    store = SessionStore(settings, load_or_create_key(settings.key_dir))
-    folder = root / "acc-kill"
-    _create(store, folder)
-    rng = random.Random(15)
-    src = str(Path(__file__).resolve().parents[3] / "src")
-    for _ in range(12):
-        proc = subprocess.Popen(
-            [sys.executable, "-c", _WRITER, str(settings.workspace), str(settings.key_dir), str(settings.tmp_dir),
-             str(folder)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": src},
-        )
-        assert proc.stdin is not None and proc.stdout is not None
-        last = None
-        for _ in range(rng.randint(1, 6)):
-            proc.stdin.write("save\n")
-            proc.stdin.flush()
-            last = int(proc.stdout.readline())
-        proc.stdin.write("save\n")  # one more save, killed somewhere in its course (or before it starts)
-        proc.stdin.flush()
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-        state = store.read(folder)  # raises SEAL_MISMATCH on a torn or unsealed folder
-        assert last is not None and state.seq in (last, last + 1)
-    # what the kills left behind (a temp file cut mid-write), once old enough, goes with the next write
-    orphans = [p for p in folder.iterdir() if p.name.endswith(".tmp")]
-    stamp = time.time() - 3600
-    for orphan in orphans:
-        os.utime(orphan, (stamp, stamp))
-    store.write(folder, touch(store.read(folder), now=time.time()))
-    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_a_write_and_an_open_sweep_the_temp_files_of_killed_writers(store: SessionStore, root: Path) -> None:

@@ -75,6 +75,7 @@ from orchestrator.workflow.session.roots import (
     to_server_path,
     validate_slug,
 )
+from orchestrator.workflow.session.sealed import SEAL_FILE, SESSION_FILE
 from orchestrator.workflow.session.sessionfile import (
     HISTORY_TYPES,
     ActiveCheckpoint,
@@ -102,7 +103,7 @@ from orchestrator.workflow.session.sessionfile import (
     walk_sessions,
     with_history,
 )
-from orchestrator.workflow.session.store import SEAL_FILE, SESSION_FILE, SessionHandle, SessionStore
+from orchestrator.workflow.session.store import SessionHandle, SessionStore
 from orchestrator.workflow.session.trace import (
     TraceEvent,
     TracePayload,

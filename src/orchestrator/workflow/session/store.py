@@ -1,18 +1,13 @@
-"""Sealed session folders: read, write, locate by index, transients and their promotion.
+"""Session folders found by index: the lookup, the transients and their promotion.
 
-A session folder holds ``session.json`` (canonical JSON of the top-level ``SessionFile``, children
-embedded) and ``.session-token`` (the hex HMAC of those exact bytes). Every method is synchronous,
-does small local file I/O, and raises ``SessionStoreError`` with one of these codes:
+Reading and writing one sealed folder (``session.json`` and its ``.session-token``, the compare-and-swap
+write) is ``sealed``'s; this store adds the addressing. Every method is synchronous, does small local
+file I/O, and raises ``SessionStoreError`` with the codes of ``sealed`` (``NOT_FOUND``, ``SEAL_MISMATCH``,
+``FOLDER_OCCUPIED``, ``SESSION_CONFLICT``) and these:
 
-- ``NOT_FOUND``: no ``session.json`` in the folder / no session with that index anywhere.
-- ``SEAL_MISMATCH``: the token is missing or does not match the bytes, or the bytes are not a valid
-  ``SessionFile`` (bad JSON, unknown history type, wrong field type…). The message names the folder.
-  Such a folder is never written again by this store (``write`` checks the existing seal first).
+- ``NOT_FOUND``: no session with that index anywhere.
 - ``INVALID_INDEX`` (malformed index), ``COLLISION`` (an index stored more than once),
   ``FOLDER_OCCUPIED`` (promotion onto a folder that already holds a session; nothing is touched).
-- ``SESSION_CONFLICT``: another call (in this process or another one sharing the folder) wrote the
-  session after this call read it; nothing was written (compare-and-swap on the file's revision under
-  an exclusive ``flock`` of the folder's ``.session.lock``).
 
 Lookup is by the *stored* ``sessionIndex``: this store's transient map first, then its index→folder
 cache (re-verified against the file on every use), then a recursive scan of every ``session.json``
@@ -22,13 +17,10 @@ owns the transient map and the cache; nothing is global.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import os
 import shutil
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -37,16 +29,19 @@ import msgspec
 from orchestrator.workflow.errors import SessionStoreError
 from orchestrator.workflow.serverconfig import WorkflowSettings
 from orchestrator.workflow.session import keys
-from orchestrator.workflow.session.canonical import canonical_bytes
-from orchestrator.workflow.session.fsio import (
-    fsync_dir,
-    make_private_dirs,
-    sweep_orphan_temps,
-    write_in_place,
-    write_private,
-)
+from orchestrator.workflow.session.fsio import make_private_dirs, sweep_orphan_temps, write_private
 from orchestrator.workflow.session.probe import stored_indexes
 from orchestrator.workflow.session.roots import search_roots, validate_slug
+from orchestrator.workflow.session.sealed import (
+    LOCK_FILE,
+    PENDING_SEAL_FILE,
+    SEAL_FILE,
+    SESSION_FILE,
+    occupied,
+    read_revision,
+    revision_of,
+    write_sealed,
+)
 from orchestrator.workflow.session.sessionfile import (
     SessionFile,
     SlotPath,
@@ -57,8 +52,9 @@ from orchestrator.workflow.session.sessionfile import (
 )
 
 __all__ = [
-    "LOCK_FILE",
+    "LOCK_FILE",  # the sealed folder's names, also importable from here (their home is ``sealed``)
     "PENDING_SEAL_FILE",
+    "ROOTS_FILE",
     "SEAL_FILE",
     "SESSION_FILE",
     "TRANSIENT_PREFIX",
@@ -67,19 +63,12 @@ __all__ = [
     "revision_of",
 ]
 
-SESSION_FILE = "session.json"
-SEAL_FILE = ".session-token"
 #: the planning roots ``add_search_root`` learned, kept beside the key (see ``SessionStore``)
 ROOTS_FILE = "planning-roots.json"
-#: the next seal, written just before ``session.json`` is replaced and removed after the seal is
-PENDING_SEAL_FILE = ".session-token.next"
-#: held (``flock`` exclusive) around every compare-and-swap write of the folder's session
-LOCK_FILE = ".session.lock"
 TRANSIENT_PREFIX = "workflow-server-transient-"
 #: a transient's planning slug (given at start), read by any process that adopts the transient
 TRANSIENT_SLUG_FILE = ".planning-slug"
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__"})
-_DECODER = msgspec.json.Decoder(SessionFile)
 
 
 class SessionHandle(msgspec.Struct, frozen=True, kw_only=True):
@@ -100,11 +89,6 @@ class SessionHandle(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def index(self) -> str:
         return self.state.session_index
-
-
-def revision_of(data: bytes) -> str:
-    """A session file's revision: a digest of its exact bytes (what a compare-and-swap write compares)."""
-    return hashlib.sha256(data).hexdigest()[:32]
 
 
 class _Transient(NamedTuple):
@@ -187,147 +171,21 @@ class SessionStore:
 
     # ------------------------------------------------------------------------------ read / write
 
-    def _mismatch(self, folder: Path, cause: str) -> SessionStoreError:
-        return SessionStoreError(
-            "SEAL_MISMATCH",
-            f"session in {folder} fails its seal check ({cause}); the folder was left untouched. "
-            "Stop and tell the user: restore the original session.json bytes (or the server key).",
-        )
-
-    def _verified_bytes(self, folder: Path) -> bytes:
-        """The seal-checked bytes. Reads take no lock; a pair that does not verify may have been read while
-        another process was between its renames, so it is read once more under a shared lock (writers hold
-        the exclusive one) before it is called ``SEAL_MISMATCH``."""
-        try:
-            return self._verified_bytes_unlocked(folder)
-        except SessionStoreError as exc:
-            if exc.code != "SEAL_MISMATCH":
-                raise
-            try:
-                fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
-            except OSError:
-                raise exc from None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH)
-                return self._verified_bytes_unlocked(folder)
-            finally:
-                os.close(fd)
-
-    def _verified_bytes_unlocked(self, folder: Path) -> bytes:
-        try:
-            data = (folder / SESSION_FILE).read_bytes()
-        except FileNotFoundError:
-            raise SessionStoreError("NOT_FOUND", f"no {SESSION_FILE} in {folder}") from None
-        except OSError as exc:
-            raise self._mismatch(folder, f"{SESSION_FILE} is unreadable: {exc.strerror or exc}") from None
-        try:
-            token = (folder / SEAL_FILE).read_bytes()
-        except FileNotFoundError:
-            if self._pending_seal_matches(folder, data):  # a first write cut before its seal landed
-                return data
-            raise self._mismatch(folder, f"the seal file {SEAL_FILE} is missing") from None
-        except OSError as exc:
-            raise self._mismatch(folder, f"{SEAL_FILE} is unreadable: {exc.strerror or exc}") from None
-        if not keys.verify_seal(self.key, data, token) and not self._pending_seal_matches(folder, data):
-            raise self._mismatch(folder, f"{SESSION_FILE} does not match {SEAL_FILE}")
-        return data
-
-    def _pending_seal_matches(self, folder: Path, data: bytes) -> bool:
-        """Whether a crash cut a write between its two renames: the seal written ahead of the new
-        ``session.json`` (``PENDING_SEAL_FILE``) signs exactly these bytes. Only our key can have made
-        it, so accepting it admits nothing a forger could; the next write replaces both seals."""
-        try:
-            return keys.verify_seal(self.key, data, (folder / PENDING_SEAL_FILE).read_bytes())
-        except OSError:
-            return False
-
     def read(self, folder: Path) -> SessionFile:
         """The verified top-level session in ``folder``: seal checked over the raw bytes, then decoded."""
         return self.read_revision(folder)[0]
 
-    def read_revision(self, folder: Path, *, holding_lock: bool = False) -> tuple[SessionFile, str]:
-        """``read`` plus the revision of the bytes read (see ``revision_of``). ``holding_lock``: the caller
-        holds the folder's exclusive lock (no writer can be mid-way; no second lock is taken)."""
-        data = self._verified_bytes_unlocked(folder) if holding_lock else self._verified_bytes(folder)
-        try:
-            return _DECODER.decode(data), revision_of(data)
-        except (msgspec.MsgspecError, RecursionError, ValueError) as exc:
-            raise self._mismatch(folder, f"{SESSION_FILE} is not a valid session file: {exc}") from None
-
-    @contextmanager
-    def _locked(self, folder: Path) -> Iterator[None]:
-        """An exclusive ``flock`` on the folder's lock file (processes sharing the folder serialise here)."""
-        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing releases the lock
+    def read_revision(self, folder: Path) -> tuple[SessionFile, str]:
+        """``read`` plus the revision of the bytes read (``sealed.revision_of``)."""
+        return read_revision(folder, self.key)
 
     def write(self, folder: Path, top: SessionFile, *, exclusive: bool = False, expected: str = "") -> bytes:
-        """Write ``top`` to ``folder`` (session.json, then the seal; each atomic). Returns the bytes.
-
-        Creates the folder (0700). Refuses with ``SEAL_MISMATCH`` when the folder already holds a
-        session that fails its seal or does not decode. ``exclusive`` requires that no ``session.json`` exists yet
-        (``FOLDER_OCCUPIED`` otherwise, nothing written). ``expected`` (a revision) makes the write a
-        compare-and-swap: under the folder's lock, a file whose revision differs is ``SESSION_CONFLICT``
-        and nothing is written. Raises ``CanonicalJsonError`` for a value with no JSON form (e.g. a NaN
-        variable). ``seq``/``ts`` are the caller's (``sessionfile.touch``).
-
-        Durability: one fsync'd write per save. Only ``session.json`` goes through a temp file, fsync and
-        rename; the two 64-byte seal files are written in place, which the pending seal makes safe: a torn
-        new pending seal sits beside the untouched old pair, and a torn seal beside a complete pending one
-        that signs the new bytes (see ``_pending_seal_matches``). One directory fsync at the end makes the
-        rename and the unlink durable together.
-        """
-        data = canonical_bytes(top)
-        target = folder / SESSION_FILE
-        if exclusive and os.path.lexists(target):
-            raise self._occupied(folder)
-        make_private_dirs(folder)
-        with self._locked(folder):
-            if not exclusive and os.path.lexists(target):
-                # A failing folder is never overwritten: bytes whose revision is the one the caller decoded
-                # need only their seal checked; anything else is decoded too.
-                current = (
-                    revision_of(self._verified_bytes_unlocked(folder))
-                    if expected
-                    else self.read_revision(folder, holding_lock=True)[1]
-                )
-                if expected and current != expected:
-                    raise SessionStoreError(
-                        "SESSION_CONFLICT",
-                        f"the session in {folder} was changed by another call after this one read it; nothing "
-                        "was written. Read its state again (get_workflow_status) and repeat the call if it "
-                        "still applies.",
-                    )
-            sweep_orphan_temps(folder)  # a writer killed mid-write (kill -9) left its temp file behind
-            token = keys.seal(self.key, data).encode("ascii")
-            # The new seal goes down first beside the old one, so a crash between the session.json rename
-            # and the seal rename leaves a folder that still verifies (see ``_pending_seal_matches``).
-            pending = folder / PENDING_SEAL_FILE
-            if os.path.lexists(pending):  # left by a crash and perhaps vouching for the current bytes: replace
-                write_private(pending, token, durable=False)  # it atomically, never tear it
-            else:
-                write_in_place(pending, token)
-            try:
-                write_private(target, data, exclusive=exclusive, durable=self.durable, sync_dir=False)
-            except FileExistsError:
-                pending.unlink(missing_ok=True)
-                raise self._occupied(folder) from None
-            write_in_place(folder / SEAL_FILE, token)
-            pending.unlink(missing_ok=True)
-            if self.durable:
-                fsync_dir(folder)
+        """Write ``top`` to ``folder`` and remember where its indexes are; returns the bytes written.
+        ``exclusive``, ``expected`` (a compare-and-swap on that revision) and the errors are
+        ``sealed.write_sealed``'s."""
+        data = write_sealed(folder, top, self.key, exclusive=exclusive, expected=expected, durable=self.durable)
         self._remember(folder, top)
         return data
-
-    def _occupied(self, folder: Path) -> SessionStoreError:
-        return SessionStoreError(
-            "FOLDER_OCCUPIED",
-            f"planning folder {folder} already holds a session; nothing was written. "
-            "Choose another planning_slug, or resume that folder with start_session.",
-        )
 
     def _remember(self, folder: Path, top: SessionFile) -> None:
         for _, state in walk_sessions(top):
@@ -368,9 +226,7 @@ class SessionStore:
             else:
                 paths = find_index(top, index)
                 if len(paths) == 1:
-                    return SessionHandle(
-                        folder=entry.folder, top=top, path=paths[0], transient=True, revision=revision
-                    )
+                    return SessionHandle(folder=entry.folder, top=top, path=paths[0], transient=True, revision=revision)
                 raise SessionStoreError("NOT_FOUND", f"transient session {index} is no longer in {entry.folder}")
         cached = self._cache.get(index)
         if cached is not None:
@@ -496,7 +352,7 @@ class SessionStore:
         if not handle.transient:
             raise ValueError(f"session {handle.index} in {handle.folder} is not transient")
         if os.path.lexists(target / SESSION_FILE):
-            raise self._occupied(target)
+            raise occupied(target)
         new_top = handle.top if top is None else top
         data = self.write(target, new_top, exclusive=True)
         self._transients.pop(handle.top.session_index, None)

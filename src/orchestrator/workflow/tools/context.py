@@ -29,6 +29,7 @@ from orchestrator.workflow.errors import (
     WorkflowNotFoundError,
 )
 from orchestrator.workflow.session.roots import to_host_path
+from orchestrator.workflow.session.sealed import revision_of
 from orchestrator.workflow.session.sessionfile import (
     HistoryEvent,
     HistoryType,
@@ -38,7 +39,6 @@ from orchestrator.workflow.session.sessionfile import (
     state_at,
     touch,
 )
-from orchestrator.workflow.session.store import revision_of
 from orchestrator.workflow.tools.render import to_json, to_yaml
 
 if TYPE_CHECKING:

@@ -40,8 +40,9 @@ from orchestrator.workflow.session.roots import (
     working_roots,
     writable_roots,
 )
+from orchestrator.workflow.session.sealed import SESSION_FILE, revision_of
 from orchestrator.workflow.session.sessionfile import new_session_file, touch
-from orchestrator.workflow.session.store import SESSION_FILE, SessionHandle, revision_of
+from orchestrator.workflow.session.store import SessionHandle
 from orchestrator.workflow.tools.bootstrap import match_client, resume_phrases, states_resume_intent
 from orchestrator.workflow.tools.context import (
     MAX_PARENT_DEPTH,
