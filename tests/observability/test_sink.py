@@ -51,7 +51,7 @@ async def run_exporting(
         services = RunServices(
             timeouts=FAST,
             human=AnswerOnceExported(target),
-            log_listeners=[run_listener(sink, prepared.run_dir, settings)],
+            log_line_listeners=[run_listener(sink, prepared.run_dir, settings)],
         )
         with trio.fail_after(20):
             outcome = await execute_prepared(settings, tmp_path, prepared, services)

@@ -30,24 +30,30 @@ INFO = RunInfo(run_id=RUN, started_at="2026-01-01T08:59:59.500Z", model="tiny")
 
 
 class Collect:
-    """A sink that keeps what it is given."""
+    """A sink that keeps what it is given, folding at once what is deferred to it."""
 
     def __init__(self, capture: bool = False) -> None:
         self.capture_content = capture
         self.spans: list[SpanData] = []
+        self.unfolded = 0
 
     def submit(self, spans: Any) -> None:
         self.spans.extend(spans)
+
+    def defer(self, fold: Any, item: Any, *, always: bool = False) -> bool:
+        self.submit(fold(item))
+        return True
 
 
 def live(
     events: list[dict[str, Any]], info: RunInfo = INFO, prior: list[dict[str, Any]] | None = None
 ) -> list[SpanData]:
-    """What the live listener sends for ``events``, each given as the engine's typed event."""
+    """What the live listener sends for ``events``, each given as the engine's typed event and its line."""
     sink = Collect()
     listener = TraceListener(sink, info, prior or [])
     for event in events:
-        listener(msgspec.convert(event, RunEvent))
+        typed = msgspec.convert(event, RunEvent)
+        listener(typed, msgspec.json.encode(typed) + b"\n")
     return sink.spans
 
 

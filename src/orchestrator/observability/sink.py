@@ -1,12 +1,14 @@
-"""The one place the OpenTelemetry SDK is used: finished ``SpanData`` → the SDK's spans → a
-``BatchSpanProcessor`` with a bounded queue → the OTLP/HTTP exporter, in the processor's own thread.
+"""The one place the OpenTelemetry SDK is used: the sink's own thread folds what is handed to it into
+``SpanData`` and turns those into the SDK's spans → a ``BatchSpanProcessor`` with a bounded queue → the
+OTLP/HTTP exporter, in the processor's own thread.
 
-``submit`` only hands the spans to the sink's own thread (a deque append): the trio code that calls it
-never waits on the network, nor converts the spans to the SDK's (that thread does, every 50 ms). A
-collector that is down, slow or refusing costs spans, not time: a full hand-off or processor queue drops
-its oldest, a failed export drops its batch; all are counted (``ExportReport``) and the first failure is
-logged once. ``close`` is the one blocking call, bounded by ``shutdownTimeoutSeconds``; async callers
-run it in a worker thread.
+``defer`` (a run's log lines, ``observability.live``) and ``submit`` (finished spans) only append to the
+sink's bounded hand-off (a deque): the trio code that calls them never waits on the network, nor folds or
+converts anything (the sink's thread does, every 50 ms). A collector that is down, slow or refusing costs
+spans, not time: a full hand-off refuses what is handed to it (a refused log line cuts its run's trace,
+see ``live``), a full processor queue drops its oldest, a failed export drops its batch; all are counted
+(``ExportReport``) and the first failure is logged once. ``close`` is the one blocking call, bounded by
+``shutdownTimeoutSeconds``; async callers run it in a worker thread.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -39,8 +42,12 @@ _STATUS = {"unset": StatusCode.UNSET, "ok": StatusCode.OK, "error": StatusCode.E
 _QUIET = ("opentelemetry.exporter", "opentelemetry.sdk._shared_internal")
 #: The processor's queue size when the configuration leaves it to the SDK (its default).
 _DEFAULT_QUEUE = 2048
-#: How often the sink's thread converts the spans handed to it (a wake per span would cost the run more).
+#: How often the sink's thread folds and converts what was handed to it (a wake per event would cost the
+#: run more).
 _POLL_SECONDS = 0.05
+T = TypeVar("T")
+#: one hand-off entry: a fold and its input (``_given`` for spans already finished)
+_Work = tuple[Callable[[Any], Sequence[SpanData]], object]
 
 
 @dataclass(frozen=True)
@@ -49,10 +56,16 @@ class ExportReport:
 
     submitted: int
     exported: int
+    #: run-log events never folded (a full hand-off cut their run's trace): their spans are not counted
+    unfolded: int = 0
 
     @property
     def dropped(self) -> int:
         return self.submitted - self.exported
+
+
+def _given(spans: Sequence[SpanData]) -> Sequence[SpanData]:
+    return spans
 
 
 def to_readable(span: SpanData, resource: Resource) -> ReadableSpan:
@@ -117,8 +130,14 @@ class SpanSink:
     """A process's trace export: many runs may submit to one sink; ``close`` once at the end."""
 
     def __init__(
-        self, config: ExportConfig, exporter: SpanExporter | None = None, *, schedule_delay_millis: float | None = None
+        self,
+        config: ExportConfig,
+        exporter: SpanExporter | None = None,
+        *,
+        schedule_delay_millis: float | None = None,
+        handoff: int | None = None,
     ) -> None:
+        """``handoff``: the hand-off's bound in entries (default: the processor's queue size in spans)."""
         for name in _QUIET:
             logging.getLogger(name).setLevel(logging.CRITICAL)
         self.config = config
@@ -134,11 +153,14 @@ class SpanSink:
             max_export_batch_size=min(size, 512) if size is not None else None,
         )
         self.resource = Resource.create({"service.name": config.service_name})
-        self.submitted = 0
+        self.unfolded = 0
+        self._submitted = 0  # spans handed over finished (``submit``; the callers' threads)
+        self._folded = 0  # spans the folds produced (the sink's thread)
         self._closed = False
-        #: batches submitted, not converted yet: an append is atomic and wakes no thread; when full, the
-        #: oldest is dropped (counted: never exported); at most as many as the processor's queue holds spans
-        self._handoff: deque[Sequence[SpanData]] = deque(maxlen=size if size is not None else _DEFAULT_QUEUE)
+        #: folds and batches handed over, not run yet: an append is atomic and wakes no thread; at most as
+        #: many entries as the processor's queue holds spans (more are refused, counted)
+        self._handoff: deque[_Work] = deque()
+        self._bound = handoff or (size if size is not None else _DEFAULT_QUEUE)
         self._stop = threading.Event()
         self._converter = threading.Thread(target=self._convert, name="otel-sink-convert", daemon=True)
         self._converter.start()
@@ -147,21 +169,41 @@ class SpanSink:
     def capture_content(self) -> bool:
         return self.config.capture_content
 
+    @property
+    def submitted(self) -> int:
+        return self._submitted + self._folded
+
     def submit(self, spans: Sequence[SpanData]) -> None:
-        """Hand finished spans to the sink's thread; never blocks (a full hand-off drops its oldest)."""
+        """Hand finished spans to the sink's thread; never blocks (a full hand-off drops them, counted)."""
         if self._closed:
             return
-        self.submitted += len(spans)
-        self._handoff.append(spans)
+        self._submitted += len(spans)
+        if len(self._handoff) < self._bound:
+            self._handoff.append((_given, spans))
+
+    def defer(self, fold: Callable[[T], Sequence[SpanData]], item: T, *, always: bool = False) -> bool:
+        """Run ``fold(item)`` on the sink's thread, in the order handed over, and send the spans it returns.
+        ``item`` must be immutable (``bytes``, a tuple …). Never blocks: ``False`` (counted in ``unfolded``)
+        when the hand-off is full, unless ``always`` (a run's one closing fold)."""
+        if self._closed:
+            return False
+        if not always and len(self._handoff) >= self._bound:
+            self.unfolded += 1
+            return False
+        self._handoff.append((fold, item))
+        return True
 
     def _convert(self) -> None:
-        """The sink's thread: every ``_POLL_SECONDS`` (and once at ``close``), each handed-off span → the
-        SDK's span → the processor's queue."""
+        """The sink's thread: every ``_POLL_SECONDS`` (and once at ``close``), each handed-off fold → its
+        spans → the SDK's spans → the processor's queue."""
         while True:
             stopping = self._stop.wait(_POLL_SECONDS)
             while self._handoff:
-                spans = self._handoff.popleft()
+                fold, item = self._handoff.popleft()
                 try:
+                    spans = fold(item)
+                    if fold is not _given:
+                        self._folded += len(spans)
                     for span in spans:
                         self._processor.on_end(to_readable(span, self.resource))
                 except Exception:  # never take the thread down: the batch is dropped (counted: never exported)
@@ -174,7 +216,7 @@ class SpanSink:
         self._processor.shutdown()
 
     def report(self) -> ExportReport:
-        return ExportReport(submitted=self.submitted, exported=self._exporter.exported)
+        return ExportReport(submitted=self.submitted, exported=self._exporter.exported, unfolded=self.unfolded)
 
     def close(self) -> ExportReport:
         """Send what is queued, waiting at most ``shutdownTimeoutSeconds``; the rest is dropped."""
@@ -193,5 +235,10 @@ class SpanSink:
                 report.dropped,
                 report.submitted,
                 self.config.endpoint,
+            )
+        if report.unfolded:
+            logger.warning(
+                "trace export: %d run-log events not folded (the hand-off was full): their runs' traces are cut",
+                report.unfolded,
             )
         return report
