@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,9 @@ _DEFAULT_QUEUE = 2048
 #: How often the sink's thread folds and converts what was handed to it (a wake per event would cost the
 #: run more).
 _POLL_SECONDS = 0.05
+#: After a failed export, batches are dropped unsent for this long, doubling while it fails, up to the max.
+_BACKOFF_FIRST = 1.0
+_BACKOFF_MAX = 30.0
 T = TypeVar("T")
 #: one hand-off entry: a fold and its input (``_given`` for spans already finished)
 _Work = tuple[Callable[[Any], Sequence[SpanData]], object]
@@ -95,16 +99,27 @@ def to_readable(span: SpanData, resource: Resource) -> ReadableSpan:
 
 
 class _Counting(SpanExporter):
-    """Wraps the real exporter: counts what it delivered, logs the first failure once."""
+    """Wraps the real exporter: counts what it delivered, logs the first failure once, and after a failure
+    drops what comes without encoding or sending it for a while (``_BACKOFF_*``, doubling while it fails):
+    a collector that is down or refusing costs the process a request now and then, not one per batch."""
 
     def __init__(self, inner: SpanExporter, endpoint: str) -> None:
         self.inner = inner
         self.endpoint = endpoint
         self.exported = 0
         self._warned = False
+        self._backoff = 0.0
+        self._resume_at = 0.0
         self._lock = threading.Lock()
 
+    @property
+    def paused(self) -> bool:
+        """Within the back-off after a failed export: spans are dropped unsent (counted)."""
+        return time.monotonic() < self._resume_at
+
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self.paused:
+            return SpanExportResult.FAILURE
         try:
             result = self.inner.export(spans)
         except Exception:  # an exporter must not take the worker thread down
@@ -112,11 +127,16 @@ class _Counting(SpanExporter):
         with self._lock:
             if result is SpanExportResult.SUCCESS:
                 self.exported += len(spans)
-            elif not self._warned:
-                self._warned = True
-                logger.warning(
-                    "trace export to %s failed; spans are dropped until it answers (the run goes on)", self.endpoint
-                )
+                self._backoff = 0.0
+            else:
+                self._backoff = min(max(2 * self._backoff, _BACKOFF_FIRST), _BACKOFF_MAX)
+                self._resume_at = time.monotonic() + self._backoff
+                if not self._warned:
+                    self._warned = True
+                    logger.warning(
+                        "trace export to %s failed; spans are dropped until it answers (the run goes on)",
+                        self.endpoint,
+                    )
         return result
 
     def shutdown(self) -> None:
@@ -204,6 +224,8 @@ class SpanSink:
                     spans = fold(item)
                     if fold is not _given:
                         self._folded += len(spans)
+                    if self._exporter.paused:  # they would be dropped unsent: not converted either
+                        continue
                     for span in spans:
                         self._processor.on_end(to_readable(span, self.resource))
                 except Exception:  # never take the thread down: the batch is dropped (counted: never exported)
