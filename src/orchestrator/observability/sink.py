@@ -180,6 +180,10 @@ class SpanSink:
         #: folds and batches handed over, not run yet: an append is atomic and wakes no thread; at most as
         #: many entries as the processor's queue holds spans (more are refused, counted)
         self._handoff: deque[_Work] = deque()
+        self._handed = 0  # entries appended (the callers' threads)
+        self._done = 0  # entries folded and converted (the sink's thread)
+        #: the sink's thread's CPU time spent folding and converting (bench/otel_overhead.py reports it)
+        self.busy_seconds = 0.0
         self._bound = handoff or (size if size is not None else _DEFAULT_QUEUE)
         self._stop = threading.Event()
         self._converter = threading.Thread(target=self._convert, name="otel-sink-convert", daemon=True)
@@ -199,6 +203,7 @@ class SpanSink:
             return
         self._submitted += len(spans)
         if len(self._handoff) < self._bound:
+            self._handed += 1
             self._handoff.append((_given, spans))
 
     def defer(self, fold: Callable[[T], Sequence[SpanData]], item: T, *, always: bool = False) -> bool:
@@ -210,14 +215,21 @@ class SpanSink:
         if not always and len(self._handoff) >= self._bound:
             self.unfolded += 1
             return False
+        self._handed += 1
         self._handoff.append((fold, item))
         return True
+
+    @property
+    def pending(self) -> int:
+        """Entries handed over and not folded and converted yet (the bench waits for 0)."""
+        return self._handed - self._done
 
     def _convert(self) -> None:
         """The sink's thread: every ``_POLL_SECONDS`` (and once at ``close``), each handed-off fold → its
         spans → the SDK's spans → the processor's queue."""
         while True:
             stopping = self._stop.wait(_POLL_SECONDS)
+            started = time.thread_time()
             while self._handoff:
                 fold, item = self._handoff.popleft()
                 try:
@@ -230,6 +242,9 @@ class SpanSink:
                         self._processor.on_end(to_readable(span, self.resource))
                 except Exception:  # never take the thread down: the batch is dropped (counted: never exported)
                     logger.exception("trace export: could not convert a span")
+                finally:
+                    self._done += 1
+            self.busy_seconds += time.thread_time() - started
             if stopping:
                 return
 
