@@ -89,7 +89,7 @@ async def timed_run(
     outcome = await execute_prepared(settings, workspace, prepared, services)
     elapsed = time.perf_counter() - started
     assert outcome.card.status == "success", outcome.card
-    await trio.sleep(0.02)  # every run alike: the sink's thread folds the run's tail (it polls every 50 ms)
+    await trio.sleep(0.02)  # every run alike: the sink's thread folds the run's tail (it polls every 200 ms)
     while sink is not None and sink.pending:  # noqa: ASYNC110 (the sink is a thread: no event to wait on)
         await trio.sleep(0.02)
     cpu = time.process_time() - cpu  # the run's whole export work charged to it, not to the next run

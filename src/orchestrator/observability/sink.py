@@ -45,7 +45,7 @@ _QUIET = ("opentelemetry.exporter", "opentelemetry.sdk._shared_internal")
 _DEFAULT_QUEUE = 2048
 #: How often the sink's thread folds and converts what was handed to it (a wake per event would cost the
 #: run more).
-_POLL_SECONDS = 0.05
+_POLL_SECONDS = 0.2
 #: After a failed export, batches are dropped unsent for this long, doubling while it fails, up to the max.
 _BACKOFF_FIRST = 1.0
 _BACKOFF_MAX = 30.0
