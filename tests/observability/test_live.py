@@ -151,6 +151,7 @@ async def test_live_export_mirrors_the_role_tree_and_agrees_with_the_log(tmp_pat
     assert all(
         c.attributes["gen_ai.request.model"] == "sim" and c.attributes["gen_ai.operation.name"] == "chat" for c in chats
     )
+    assert all(c.attributes["gen_ai.response.model"] == "sim" for c in finished_chats)  # the sim names it
     assert all(parent_name(c).startswith("invoke_agent ") for c in chats)
     # the live export's own clock: the first streamed chunk of a call that streamed text (the lead's last)
     streamed = [c for c in finished_chats if "gen_ai.response.time_to_first_chunk" in c.attributes]

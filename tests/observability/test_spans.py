@@ -117,6 +117,21 @@ def test_a_thousand_operation_log_folds_to_the_same_spans_live_and_from_its_file
     assert all(s.trace_id == trace_id_for(RUN) for s in from_file)
 
 
+def test_a_model_call_carries_the_model_the_endpoint_answered_with() -> None:
+    s = Script()
+    lead = s.start("lead", "go")
+    s.think(lead)
+    s.reply(lead, 100, 5)
+    s.think(lead)
+    s.reply(lead, 100, 5)
+    s.finish(lead, "done")
+    calls = [e for e in s.events if e["type"] == "llm_call"]
+    calls[0]["payload"]["responseModel"] = "qwen3-8b-q4"  # the second call's endpoint did not say
+    chats = [span for span in fold_spans(INFO, s.events) if span.name == "chat tiny"]
+    assert [c.attributes.get("gen_ai.response.model") for c in chats] == ["qwen3-8b-q4", None]
+    assert all(c.attributes["gen_ai.request.model"] == "tiny" for c in chats)
+
+
 def _crashed_and_resumed() -> tuple[list[dict[str, Any]], int]:
     """A run killed mid model call and mid tool call, then resumed; the index of ``run_resumed``."""
     s = Script()

@@ -4,7 +4,7 @@ OTLP/HTTP exporter, in the processor's own thread.
 
 ``defer`` (a run's log lines, ``observability.live``) and ``submit`` (finished spans) only append to the
 sink's bounded hand-off (a deque): the trio code that calls them never waits on the network, nor folds or
-converts anything (the sink's thread does, every 50 ms). A collector that is down, slow or refusing costs
+converts anything (the sink's thread does, every 200 ms). A collector that is down, slow or refusing costs
 spans, not time: a full hand-off refuses what is handed to it (a refused log line cuts its run's trace,
 see ``live``), a full processor queue drops its oldest, a failed export drops its batch; all are counted
 (``ExportReport``) and the first failure is logged once. ``close`` is the one blocking call, bounded by

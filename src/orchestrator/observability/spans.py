@@ -245,6 +245,8 @@ def _chat_end(s: TraceState, kind: str, p: Mapping[str, Any], t: int, out: list[
             span.attributes[a.USAGE_CACHE_READ_INPUT_TOKENS] = cached
     if isinstance(p.get("finishReason"), str):
         span.attributes[a.RESPONSE_FINISH_REASONS] = [p["finishReason"]]
+    if isinstance(p.get("responseModel"), str):
+        span.attributes[a.RESPONSE_MODEL] = p["responseModel"]
     if (count := as_int(p.get("messageCount"))) is not None:
         span.attributes[a.LLM_MESSAGE_COUNT] = count
     if s.capture:
