@@ -4,25 +4,28 @@ The real engine runs a scripted role against the in-process sim model: every tur
 cheap tool call (``context_info``, no subprocess, so the export's share is as large as it gets). Each round
 runs the same run four times, in an order that rotates from round to round: without the export, and with
 the live export (``observability.live``, one sink per collector, as a process has) pointed at a loopback
-OTLP/HTTP collector that is down (nothing listens), slow (holds each request 5 s: the queue fills and spans
-are dropped) or answering 500. Only the run is timed (``execute_prepared``), not the sinks' bounded close
-after the last round. Per collector, the ratio is the median over the rounds of the exporting run over the
-plain run of the same round (drift in the machine's load cancels out), and, as a check, the fastest
-exporting run over the fastest plain run.
+OTLP/HTTP collector, in a process of its own, that is down (nothing listens), slow (holds each request
+5 s: the queue fills and spans are dropped) or answering 500. Only the run is timed (``execute_prepared``),
+not the sinks' bounded close after the last round. Per collector: the median over the rounds of the
+exporting run's wall time over the plain run's of the same round (drift in the machine's load cancels
+out), the fastest over the fastest, and the same median for the process's CPU time (every thread; the
+sink's fold of the run's tail included), which other processes on a shared machine disturb less.
 
-Prints the ratios side by side, the listener's own time on the run's thread and each sink's spans
-(submitted, exported, dropped) and events not folded; exits 0; never asserts on timing. ``--quick``: a few
-short rounds (seconds; what ``./dev test`` runs).
+Prints the ratios side by side, the time the listener spends on the run's thread and the sinks' threads
+per event, and each sink's spans (submitted, exported, dropped) and events not folded; exits 0; never
+asserts on timing. ``--quick``: a few short rounds (seconds; what ``./dev test`` runs; noise only).
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import trio
@@ -32,7 +35,7 @@ sys.path.insert(0, str(REPO))  # the sim and collector helpers live with the tes
 
 from tests.engine.harness import FAST, call, finish, turn  # noqa: E402
 from tests.helpers import make_settings, serve_script  # noqa: E402
-from tests.observability.collector import closed_port, collector  # noqa: E402
+from tests.observability.collector import closed_port  # noqa: E402
 
 from orchestrator.engine.run import StreamDelta  # noqa: E402
 from orchestrator.engine.runner import RunRequest, RunServices, execute_prepared, prepare_run  # noqa: E402
@@ -97,10 +100,32 @@ async def timed_run(
     return elapsed, cpu
 
 
+@contextmanager
+def collector_process(mode: str) -> Iterator[str]:
+    """A collector (``tests/observability/collector.py``) in a process of its own: its work is not the
+    export's cost to the measured process. Its base URL; it ends when its standard input closes."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "tests.observability.collector", mode, "5"],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as served:
+        assert served.stdin is not None and served.stdout is not None
+        try:
+            yield served.stdout.readline().strip()
+        finally:
+            served.stdin.close()
+            try:
+                served.wait(10)
+            except subprocess.TimeoutExpired:
+                served.kill()
+
+
 def open_sinks(stack: ExitStack) -> dict[str, SpanSink]:
-    slow = stack.enter_context(collector("slow", hold_seconds=5.0))
-    failing = stack.enter_context(collector("fail"))
-    urls = {"down": f"http://127.0.0.1:{closed_port()}", "slow (5 s)": slow.url, "500": failing.url}
+    slow = stack.enter_context(collector_process("slow"))
+    failing = stack.enter_context(collector_process("fail"))
+    urls = {"down": f"http://127.0.0.1:{closed_port()}", "slow (5 s)": slow, "500": failing}
     # the processor's own defaults (a 5 s schedule, batches of 512), as a process configured by the variables
     return {
         name: SpanSink(
