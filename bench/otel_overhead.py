@@ -159,12 +159,15 @@ async def bench(rounds: int, turns: int) -> None:
     print(f"rounds: {rounds}, each runs all four in a rotating order; {turns} turns + {turns} tool calls per run")
     print(f"  {PLAIN:<12} median run {statistics.median(plain) * 1000:8.1f} ms")
     for name in COLLECTORS:
-        ratio = statistics.median(e / p for e, p in zip(times[name], plain, strict=True))
+        pairs = [e / p for e, p in zip(times[name], plain, strict=True)]
+        ratio = statistics.median(pairs)
+        low, _, high = statistics.quantiles(pairs, n=4)
         fastest = min(times[name]) / min(plain)
         cpu = statistics.median(e / p for e, p in zip(cpus[name], cpus[PLAIN], strict=True))
         print(
             f"  {name:<12} median run {statistics.median(times[name]) * 1000:8.1f} ms   export/no-export: "
-            f"{ratio:.3f}x (median of same-round pairs; goal <= {GOAL}x), fastest/fastest {fastest:.3f}x, "
+            f"{ratio:.3f}x (median of same-round pairs, quartiles {low:.2f}-{high:.2f}; goal <= {GOAL}x), "
+            f"fastest/fastest {fastest:.3f}x, "
             f"process CPU {cpu:.3f}x"
         )
     events = sum(t.events for t in spent)
