@@ -24,8 +24,10 @@ RUN python -c "import json, os, datetime; open('src/orchestrator/_build_info.jso
 
 # --- stage 2: the runtime holds the installed wheel and nothing else of the source ------------------
 FROM python:3.11-slim
-# EXTRAS="[cluster]" adds Dask, for Foundry workers (docker-compose.foundry.yml).
-ARG EXTRAS=""
+# The default "[otel]" lets the service send its runs as traces (set OTEL_EXPORTER_OTLP_ENDPOINT; off
+# otherwise: docs/observability.md). EXTRAS="[cluster]" adds Dask instead, for Foundry workers
+# (docker-compose.foundry.yml), which do not trace; EXTRAS="" leaves both out.
+ARG EXTRAS="[otel]"
 RUN useradd --create-home --uid 10001 orchestrator && mkdir /workspace && chown orchestrator /workspace
 COPY --from=build /dist /dist
 RUN python -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir "$(echo /dist/*.whl)${EXTRAS}" && rm -rf /dist

@@ -1,24 +1,31 @@
 """Trace-export overhead. Run: ``.venv/bin/python bench/otel_overhead.py [--quick]`` (see bench/README.md).
 
 The real engine runs a scripted role against the in-process sim model: every turn one model call and one
-cheap tool call (``context_info``, no subprocess, so the export's share is as large as it gets). The same
-run, alternating, without the export and with the live export (``observability.live``) pointed at a
-loopback OTLP/HTTP collector that holds every request 5 s before answering (the worst collector that
-still answers: the queue fills and spans are dropped). Only the run is timed (``execute_prepared``), not
-the sink's bounded close after it. The ratio is the median, over the rounds, of each exporting run over the
-plain run right after it.
+cheap tool call (``context_info``, no subprocess, so the export's share is as large as it gets). Each round
+runs the same run four times, in an order that rotates from round to round: without the export, and with
+the live export (``observability.live``, one sink per collector, as a process has) pointed at a loopback
+OTLP/HTTP collector, in a process of its own, that is down (nothing listens), slow (holds each request
+5 s: the queue fills and spans are dropped) or answering 500. Only the run is timed (``execute_prepared``),
+not the sinks' bounded close after the last round. Per collector: the median over the rounds of the
+exporting run's wall time over the plain run's of the same round (drift in the machine's load cancels
+out), the fastest over the fastest, and the same median for the process's CPU time (every thread; the
+sink's fold of the run's tail included), which other processes on a shared machine disturb less.
 
-Prints the ratio side by side and the spans dropped; exits 0; never asserts on timing. ``--quick``: a few
-short rounds (seconds; what ``./dev test`` runs).
+Prints the ratios side by side, the time the listener spends on the run's thread and the sinks' threads
+per event, and each sink's spans (submitted, exported, dropped) and events not folded; exits 0; never
+asserts on timing. ``--quick``: a few short rounds (seconds; what ``./dev test`` runs; noise only).
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import trio
@@ -28,16 +35,18 @@ sys.path.insert(0, str(REPO))  # the sim and collector helpers live with the tes
 
 from tests.engine.harness import FAST, call, finish, turn  # noqa: E402
 from tests.helpers import make_settings, serve_script  # noqa: E402
-from tests.observability.collector import collector  # noqa: E402
+from tests.observability.collector import closed_port  # noqa: E402
 
 from orchestrator.engine.run import StreamDelta  # noqa: E402
 from orchestrator.engine.runner import RunRequest, RunServices, execute_prepared, prepare_run  # noqa: E402
 from orchestrator.observability.config import ExportConfig  # noqa: E402
 from orchestrator.observability.live import TraceListener, run_listener  # noqa: E402
-from orchestrator.observability.sink import SpanSink  # noqa: E402
+from orchestrator.observability.sink import ExportReport, SpanSink  # noqa: E402
 from orchestrator.runlog.events import RunEvent  # noqa: E402
 
 GOAL = 1.02
+PLAIN = "no export"
+COLLECTORS = ("down", "slow (5 s)", "500")
 
 
 def script(turns: int) -> dict[str, object]:
@@ -45,17 +54,17 @@ def script(turns: int) -> dict[str, object]:
 
 
 class Timed:
-    """The live listener, with the time spent inside it summed (its whole cost to the run's thread): every
-    log event, and every streamed chunk it watches for the time to first chunk."""
+    """The live listener, with the time spent inside it on the run's thread summed (its whole cost there):
+    every log line, and every streamed chunk it watches for the time to first chunk."""
 
     def __init__(self, listener: TraceListener) -> None:
         self.listener = listener
         self.seconds = 0.0
         self.events = 0
 
-    def __call__(self, event: RunEvent) -> None:
+    def __call__(self, event: RunEvent, line: bytes) -> None:
         started = time.perf_counter()
-        self.listener(event)
+        self.listener(event, line)
         self.seconds += time.perf_counter() - started
         self.events += 1
 
@@ -65,60 +74,126 @@ class Timed:
         self.seconds += time.perf_counter() - started
 
 
-async def timed_run(scratch: Path, base_url: str, sink: SpanSink | None, index: int, spent: list[Timed]) -> float:
-    workspace = scratch / f"w{index}"
+async def timed_run(
+    scratch: Path, base_url: str, sink: SpanSink | None, name: str, spent: list[Timed]
+) -> tuple[float, float]:
+    """The run's wall time, and the process's CPU time over it and the sink's fold of its tail (every
+    thread: the sink's and the processor's included)."""
+    workspace = scratch / name
     workspace.mkdir()
     settings = make_settings(workspace, base_url, roles={"lead": ["context_info", "finish"]})
     prepared = prepare_run(settings, workspace, RunRequest(task="go", log_level="full"))
     services = RunServices(timeouts=FAST)
     if sink is not None:  # as attach_trace does, timed
         spent.append(Timed(run_listener(sink, prepared.run_dir, settings)))
-        services.log_listeners.append(spent[-1])
+        services.log_line_listeners.append(spent[-1])
         services.on_delta = spent[-1].delta
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     outcome = await execute_prepared(settings, workspace, prepared, services)
     elapsed = time.perf_counter() - started
     assert outcome.card.status == "success", outcome.card
-    return elapsed
+    await trio.sleep(0.02)  # every run alike: the sink's thread folds the run's tail (it polls every 200 ms)
+    while sink is not None and sink.pending:  # noqa: ASYNC110 (the sink is a thread: no event to wait on)
+        await trio.sleep(0.02)
+    cpu = time.process_time() - cpu  # the run's whole export work charged to it, not to the next run
+    await trio.sleep(0.1)  # untimed: the threads settle before the next run
+    return elapsed, cpu
+
+
+@contextmanager
+def collector_process(mode: str) -> Iterator[str]:
+    """A collector (``tests/observability/collector.py``) in a process of its own: its work is not the
+    export's cost to the measured process. Its base URL; it ends when its standard input closes."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "tests.observability.collector", mode, "5"],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as served:
+        assert served.stdin is not None and served.stdout is not None
+        try:
+            yield served.stdout.readline().strip()
+        finally:
+            served.stdin.close()
+            try:
+                served.wait(10)
+            except subprocess.TimeoutExpired:
+                served.kill()
+
+
+def open_sinks(stack: ExitStack) -> dict[str, SpanSink]:
+    slow = stack.enter_context(collector_process("slow"))
+    failing = stack.enter_context(collector_process("fail"))
+    urls = {"down": f"http://127.0.0.1:{closed_port()}", "slow (5 s)": slow, "500": failing}
+    # the processor's own defaults (a 5 s schedule, batches of 512), as a process configured by the variables
+    return {
+        name: SpanSink(
+            ExportConfig(endpoint=f"{urls[name]}/v1/traces", export_timeout_seconds=10, shutdown_timeout_seconds=0.2)
+        )
+        for name in COLLECTORS
+    }
 
 
 async def bench(rounds: int, turns: int) -> None:
-    with tempfile.TemporaryDirectory() as tmp, collector("slow", hold_seconds=5.0) as slow:
+    modes = (PLAIN, *COLLECTORS)
+    times: dict[str, list[float]] = {mode: [] for mode in modes}
+    cpus: dict[str, list[float]] = {mode: [] for mode in modes}
+    spent: list[Timed] = []
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         scratch = Path(tmp)
-        config = ExportConfig(endpoint=f"{slow.url}/v1/traces", export_timeout_seconds=10, shutdown_timeout_seconds=0.2)
-        sink = SpanSink(config, schedule_delay_millis=50)
-        plain: list[float] = []
-        exporting: list[float] = []
-        spent: list[Timed] = []
+        sinks = open_sinks(stack)
         async with serve_script(script(turns)) as sim:
-            for index in range(rounds * 2 + 1):
-                await sim.set_script(script(turns))
-                with_export = index % 2 == 1
-                elapsed = await timed_run(scratch, sim.base_url, sink if with_export else None, index, spent)
-                if index:  # the first run warms up
-                    (exporting if with_export else plain).append(elapsed)
-        report = await trio.to_thread.run_sync(sink.close)
-    no_export, export = statistics.median(plain), statistics.median(exporting)
-    # each exporting run against the plain run right after it: drift in the machine's load cancels out
-    ratio = statistics.median(e / p for e, p in zip(exporting, plain, strict=True))
-    print(f"runs: {rounds} of each, {turns} turns + {turns} tool calls per run; collector holds each request 5 s")
-    print(f"  no export             median run {no_export * 1000:8.1f} ms")
-    print(f"  export, slow collector median run {export * 1000:8.1f} ms")
-    print(f"export/no-export run wall time (median of adjacent pairs): {ratio:.3f}x (goal <= {GOAL}x)")
+            for index in range(rounds + 1):  # round 0 warms up
+                for k in range(len(modes)):
+                    mode = modes[(index + k) % len(modes)]
+                    await sim.set_script(script(turns))
+                    elapsed, cpu = await timed_run(scratch, sim.base_url, sinks.get(mode), f"r{index}-{k}", spent)
+                    if index:
+                        times[mode].append(elapsed)
+                        cpus[mode].append(cpu)
+        reports: dict[str, ExportReport] = {}
+        for name, sink in sinks.items():
+            reports[name] = await trio.to_thread.run_sync(sink.close)
+    plain = times[PLAIN]
+    print(f"rounds: {rounds}, each runs all four in a rotating order; {turns} turns + {turns} tool calls per run")
+    print(f"  {PLAIN:<12} median run {statistics.median(plain) * 1000:8.1f} ms")
+    for name in COLLECTORS:
+        pairs = [e / p for e, p in zip(times[name], plain, strict=True)]
+        ratio = statistics.median(pairs)
+        low, _, high = statistics.quantiles(pairs, n=4)
+        fastest = min(times[name]) / min(plain)
+        cpu = statistics.median(e / p for e, p in zip(cpus[name], cpus[PLAIN], strict=True))
+        print(
+            f"  {name:<12} median run {statistics.median(times[name]) * 1000:8.1f} ms   export/no-export: "
+            f"{ratio:.3f}x (median of same-round pairs, quartiles {low:.2f}-{high:.2f}; goal <= {GOAL}x), "
+            f"fastest/fastest {fastest:.3f}x, "
+            f"process CPU {cpu:.3f}x"
+        )
     events = sum(t.events for t in spent)
     listener_seconds = sum(t.seconds for t in spent)
+    exporting = sum(sum(times[name]) for name in COLLECTORS)
     print(
-        f"listener (fold + enqueue): {listener_seconds / events * 1e6:.1f} us per log event (chunks included); "
-        f"listener/run time ratio: {listener_seconds / sum(exporting):.4f}"
+        f"listener on the run's thread (hand-off): {listener_seconds / events * 1e6:.2f} us per log event (chunks "
+        f"included); listener/run time ratio: {listener_seconds / exporting:.5f}"
     )
-    print(f"spans: {report.submitted} submitted, {report.exported} exported, {report.dropped} dropped (counted)")
+    busy = sum(sink.busy_seconds for sink in sinks.values())
+    print(
+        f"sinks' threads (decode + fold + SDK conversion): {busy / events * 1e6:.2f} us per log event; "
+        f"their CPU/run time ratio: {busy / exporting:.5f}"
+    )
+    for name, report in reports.items():
+        print(
+            f"spans, {name:<10}: {report.submitted} submitted, {report.exported} exported, {report.dropped} dropped "
+            f"(counted); {report.unfolded} events not folded"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a few short rounds (seconds)")
     args = parser.parse_args(argv)
-    rounds, turns = (3, 20) if args.quick else (9, 60)
+    rounds, turns = (3, 20) if args.quick else (15, 60)
     trio.run(bench, rounds, turns)
     return 0
 

@@ -88,6 +88,7 @@ def test_a_sim_turn_with_reasoning_content_and_calls_assembles_whole() -> None:
     ]
     assert result.usage == Usage(prompt_tokens=900, completion_tokens=44, total_tokens=944, cached_prompt_tokens=512)
     assert result.finish_reason == "tool_calls"
+    assert result.model == "sim"  # the model the response says answered
     assert "".join(t for f, t in deltas if f == "reasoning") == turn.reasoning
     assert "".join(t for f, t in deltas if f == "content") == turn.content
     assert [f for f, _ in deltas] == ["reasoning"] * 6 + ["content"] * 4  # in stream order, chunk by chunk
@@ -228,6 +229,12 @@ def test_the_terminal_status_maps_to_a_finish_reason(
         )
     result, _ = _feed([*events, terminal])
     assert result is not None and result.finish_reason == expected
+
+
+def test_a_response_without_a_model_name_leaves_it_unknown() -> None:
+    assert _feed([_completed()])[0].model is None
+    assert _feed([_completed(model="")])[0].model is None
+    assert _feed([_completed(model="qwen3-8b-q4")])[0].model == "qwen3-8b-q4"
 
 
 def test_usage_maps_every_field_including_the_cached_share() -> None:

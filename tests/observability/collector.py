@@ -1,10 +1,15 @@
 """A tiny OTLP/HTTP collector on loopback for the export tests and the overhead bench: it records the
 spans it is sent, or answers 500, or holds each request (up to ``hold_seconds``) before answering —
-until ``release()``, so a test never waits the hold out."""
+until ``release()``, so a test never waits the hold out.
+
+``python -m tests.observability.collector MODE [HOLD_SECONDS]`` serves one in a process of its own (the
+bench's, so its work is not charged to the process measured): it prints its base URL, then serves until
+its standard input closes."""
 
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -94,3 +99,10 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+if __name__ == "__main__":
+    mode: Mode = sys.argv[1]  # type: ignore[assignment]
+    with collector(mode, float(sys.argv[2]) if len(sys.argv) > 2 else 5.0) as served:
+        print(served.url, flush=True)
+        sys.stdin.read()  # until the parent closes it (or dies)

@@ -4,6 +4,7 @@ giving the same spans."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,9 @@ from orchestrator.engine.controls import RunControls
 from orchestrator.engine.human import AnswersFile
 from orchestrator.engine.runner import RunOutcome, RunRequest, RunServices, execute_prepared, prepare_run
 from orchestrator.observability.config import ExportConfig
-from orchestrator.observability.live import TraceListener, attach_trace, run_info, run_listener
+from orchestrator.observability.live import CUT, TraceListener, attach_trace, run_info, run_listener
 from orchestrator.observability.sink import SpanSink, to_readable
-from orchestrator.observability.spans import fold_spans, span_id_for, timestamp_ns, trace_id_for
+from orchestrator.observability.spans import SpanData, fold_spans, span_id_for, timestamp_ns, trace_id_for
 from orchestrator.runlog import read_events
 from orchestrator.runlog.events import RunEvent
 
@@ -150,6 +151,7 @@ async def test_live_export_mirrors_the_role_tree_and_agrees_with_the_log(tmp_pat
     assert all(
         c.attributes["gen_ai.request.model"] == "sim" and c.attributes["gen_ai.operation.name"] == "chat" for c in chats
     )
+    assert all(c.attributes["gen_ai.response.model"] == "sim" for c in finished_chats)  # the sim names it
     assert all(parent_name(c).startswith("invoke_agent ") for c in chats)
     # the live export's own clock: the first streamed chunk of a call that streamed text (the lead's last)
     streamed = [c for c in finished_chats if "gen_ai.response.time_to_first_chunk" in c.attributes]
@@ -205,28 +207,23 @@ async def test_content_capture_goes_through_the_logs_redaction(tmp_path: Path, s
     assert any("gen_ai.tool.call.arguments" in s.attributes for s in spans)
 
 
-def test_a_listener_whose_fold_fails_stops_quietly(tmp_path: Path, caplog) -> None:
-    class Exploding:
-        capture_content = False
+def test_a_listener_whose_fold_fails_stops_quietly(tmp_path: Path, caplog, monkeypatch) -> None:
+    from tests.observability.test_spans import Collect
 
-        def submit(self, spans: Any) -> None:
-            raise RuntimeError("boom")
+    def exploding(state: Any, event: Any) -> list[Any]:
+        raise RuntimeError("boom")
 
-    listener = TraceListener(Exploding(), run_info(tmp_path, _deployment(tmp_path)))
-    start = msgspec.json.decode(
+    monkeypatch.setattr("orchestrator.observability.live.fold_span", exploding)
+    sink = Collect()
+    listener = TraceListener(sink, run_info(tmp_path, _deployment(tmp_path)))
+    line = (
         b'{"timestamp":"2026-01-01T09:00:00.000Z","type":"role_start","payload":{"role":"lead","roleId":"lead-0-1",'
-        b'"depth":0,"task":"t"}}',
-        type=RunEvent,
+        b'"depth":0,"task":"t"}}'
     )
-    finished = msgspec.json.decode(
-        b'{"timestamp":"2026-01-01T09:00:01.000Z","type":"role_finished","payload":{"role":"lead","roleId":"lead-0-1",'
-        b'"depth":0,"status":"success"}}',
-        type=RunEvent,
-    )
-    listener(start)
-    listener(finished)  # submit raises: swallowed, logged once
-    listener(finished)
-    assert listener.broken
+    start = msgspec.json.decode(line, type=RunEvent)
+    listener(start, line)  # the fold raises: swallowed, logged once
+    listener(start, line)
+    assert listener.broken and sink.spans == [] and sink.unfolded == 0
     assert [r.message for r in caplog.records].count(
         f"trace export of run {tmp_path.name} stopped: could not fold an event"
     ) == 1
@@ -256,7 +253,7 @@ async def test_a_resumed_runs_listener_folds_the_log_on_disk_first_and_sends_onl
     listener = run_listener(sink, outcome.run_dir, settings)
     assert sink.submitted == 0  # the prior log is folded silently
     for event in events[cut:]:
-        listener(msgspec.convert(event, RunEvent))
+        listener(msgspec.convert(event, RunEvent), msgspec.json.encode(event))
     sink.close()
     later = {s.context.span_id: s for s in exporter.get_finished_spans()}
     whole = {s.span_id: s for s in fold_spans(run_info(outcome.run_dir, settings.deployment), events)}
@@ -266,47 +263,36 @@ async def test_a_resumed_runs_listener_folds_the_log_on_disk_first_and_sends_onl
     assert {s.name for s in later.values()} >= {"run", "invoke_agent lead", "invoke_agent planner", "plan_modification"}
 
 
-def test_the_listeners_slim_conversion_folds_to_the_same_spans_as_the_whole_event() -> None:
-    from tests.flow.fixtures import SCENARIOS
-    from tests.observability.test_spans import big_run
+def test_a_full_hand_off_cuts_the_trace_and_counts_the_events_not_folded(caplog) -> None:
+    """The sink's thread held busy: the hand-off (4 entries) fills, the run's trace is cut there — the spans
+    open at the cut are sent ended, marked ``export_cut``, every parent sent — and the rest is counted."""
+    from tests.observability.test_spans import INFO, big_run
 
-    from orchestrator.observability.live import as_folded
-    from orchestrator.observability.spans import RunInfo, TraceState, fold_span
+    exporter = InMemorySpanExporter()
+    sink = SpanSink(ExportConfig(endpoint="memory://", shutdown_timeout_seconds=10), exporter, handoff=4)
+    entered, release = threading.Event(), threading.Event()
 
-    info = RunInfo(run_id="run-20260101-090000", started_at="2026-01-01T08:59:59.500Z", model="tiny")
-    talking = big_run(60)
-    for event in talking:  # a ``full`` log's model calls carry their messages
-        if event["type"] == "llm_call":
-            event["payload"] |= {
-                "sent": [{"role": "user", "content": "go"}],
-                "sentFrom": 0,
-                "received": {"content": "ok"},
-            }
-    logs = [talking, *(scenario.events for scenario in SCENARIOS)]
-    for events in logs:
-        typed = typed_events(events)
-        for capture in (False, True):
-            whole, slim = TraceState(info, capture_content=capture), TraceState(info, capture_content=capture)
-            for event in typed:
-                expected = fold_span(whole, msgspec.to_builtins(event))
-                assert fold_span(slim, as_folded(event, capture_content=capture)) == expected, event
-    sent = [e for e in typed_llm_calls(logs) if not isinstance(e.payload.sent, msgspec.UnsetType)]
-    assert sent, "the logs exercise a model call's messages"
-    assert "sent" not in as_folded(sent[0], capture_content=False)["payload"]
+    def hold(_: None) -> list[SpanData]:
+        entered.set()
+        release.wait(10)
+        return []
 
-
-def typed_events(events: list[dict[str, Any]]) -> list[RunEvent]:
-    """The events the engine's typed log knows (the flow scenarios also hold events of other writers)."""
-    typed = []
+    assert sink.defer(hold, None)
+    assert entered.wait(10)  # the sink's thread folds nothing more until released
+    listener = TraceListener(sink, INFO)
+    events = big_run(20)
     for event in events:
-        try:
-            typed.append(msgspec.convert(event, RunEvent))
-        except msgspec.ValidationError:
-            continue
-    return typed
-
-
-def typed_llm_calls(logs: list[list[dict[str, Any]]]) -> list[Any]:
-    from orchestrator.runlog.events import LlmCall
-
-    return [event for events in logs for event in typed_events(events) if isinstance(event, LlmCall)]
+        typed = msgspec.convert(event, RunEvent)
+        listener(typed, msgspec.json.encode(typed))
+    assert listener.cut
+    release.set()
+    report = sink.close()
+    assert report.unfolded == len(events) - 4 and report.dropped == 0
+    spans = exporter.get_finished_spans()
+    expected = fold_spans(INFO, events[:4])  # the first four folded, the open ones ended at the fourth
+    assert sorted(s.context.span_id for s in spans) == sorted(s.span_id for s in expected)
+    sent = {s.context.span_id for s in spans}
+    assert all(s.parent is None or s.parent.span_id in sent for s in spans)
+    cut = [s for s in spans if s.attributes.get("error.type") == CUT]
+    assert {s.name for s in cut} >= {"run", "invoke_agent lead"}
+    assert f"trace export: {report.unfolded} run-log events not folded" in caplog.text

@@ -51,7 +51,7 @@ async def run_exporting(
         services = RunServices(
             timeouts=FAST,
             human=AnswerOnceExported(target),
-            log_listeners=[run_listener(sink, prepared.run_dir, settings)],
+            log_line_listeners=[run_listener(sink, prepared.run_dir, settings)],
         )
         with trio.fail_after(20):
             outcome = await execute_prepared(settings, tmp_path, prepared, services)
@@ -119,3 +119,20 @@ def test_a_full_queue_drops_the_oldest_spans_instead_of_waiting() -> None:
             sink.submit(spans)  # returns at once however full the queue is
         report = sink.close()
     assert report.submitted == 50 and report.dropped >= 46
+
+
+def test_after_a_failed_export_batches_are_dropped_unsent_for_a_while(monkeypatch) -> None:
+    """The back-off: a refusing collector gets one request, not one per batch; what follows within the
+    back-off is dropped without being encoded or sent, and counted."""
+    monkeypatch.setattr("orchestrator.observability.sink._BACKOFF_FIRST", 600.0)
+    spans = fold_spans(RunInfo(run_id="run-20260101-090000", started_at="2026-01-01T09:00:00Z"), [])
+    with collector("fail") as c:
+        config = ExportConfig(endpoint=f"{c.url}/v1/traces", shutdown_timeout_seconds=5)
+        sink = SpanSink(config, schedule_delay_millis=10)
+        sink.submit(spans)
+        assert c.received.wait(10)
+        for _ in range(20):
+            sink.submit(spans)
+        report = sink.close()
+        assert c.requests == 1
+    assert report == ExportReport(submitted=21, exported=0)

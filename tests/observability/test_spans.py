@@ -30,24 +30,30 @@ INFO = RunInfo(run_id=RUN, started_at="2026-01-01T08:59:59.500Z", model="tiny")
 
 
 class Collect:
-    """A sink that keeps what it is given."""
+    """A sink that keeps what it is given, folding at once what is deferred to it."""
 
     def __init__(self, capture: bool = False) -> None:
         self.capture_content = capture
         self.spans: list[SpanData] = []
+        self.unfolded = 0
 
     def submit(self, spans: Any) -> None:
         self.spans.extend(spans)
+
+    def defer(self, fold: Any, item: Any, *, always: bool = False) -> bool:
+        self.submit(fold(item))
+        return True
 
 
 def live(
     events: list[dict[str, Any]], info: RunInfo = INFO, prior: list[dict[str, Any]] | None = None
 ) -> list[SpanData]:
-    """What the live listener sends for ``events``, each given as the engine's typed event."""
+    """What the live listener sends for ``events``, each given as the engine's typed event and its line."""
     sink = Collect()
     listener = TraceListener(sink, info, prior or [])
     for event in events:
-        listener(msgspec.convert(event, RunEvent))
+        typed = msgspec.convert(event, RunEvent)
+        listener(typed, msgspec.json.encode(typed) + b"\n")
     return sink.spans
 
 
@@ -109,6 +115,21 @@ def test_a_thousand_operation_log_folds_to_the_same_spans_live_and_from_its_file
     )
     assert spans["run"].start_ns < spans["role:lead-0-1"].start_ns  # the run starts at meta.json's start time
     assert all(s.trace_id == trace_id_for(RUN) for s in from_file)
+
+
+def test_a_model_call_carries_the_model_the_endpoint_answered_with() -> None:
+    s = Script()
+    lead = s.start("lead", "go")
+    s.think(lead)
+    s.reply(lead, 100, 5)
+    s.think(lead)
+    s.reply(lead, 100, 5)
+    s.finish(lead, "done")
+    calls = [e for e in s.events if e["type"] == "llm_call"]
+    calls[0]["payload"]["responseModel"] = "qwen3-8b-q4"  # the second call's endpoint did not say
+    chats = [span for span in fold_spans(INFO, s.events) if span.name == "chat tiny"]
+    assert [c.attributes.get("gen_ai.response.model") for c in chats] == ["qwen3-8b-q4", None]
+    assert all(c.attributes["gen_ai.request.model"] == "tiny" for c in chats)
 
 
 def _crashed_and_resumed() -> tuple[list[dict[str, Any]], int]:

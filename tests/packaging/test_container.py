@@ -141,6 +141,13 @@ def test_the_runtime_stage_installs_only_the_wheel_and_runs_unprivileged(dockerf
     assert user not in ("root", "0") and f"useradd --create-home --uid 10001 {user}" in install
 
 
+def test_the_image_installs_the_otel_extra_by_default(dockerfile: list[Instruction]) -> None:
+    """The service in the image exports traces when OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/observability.md)."""
+    (extras,) = [i.args for i in dockerfile if i.keyword == "ARG" and i.args.startswith("EXTRAS=")]
+    assert extras == 'EXTRAS="[otel]"'
+    assert "otel" in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+
+
 def test_the_entrypoint_health_check_and_port_agree(dockerfile: list[Instruction]) -> None:
     by_keyword = {i.keyword: i.args for i in dockerfile if i.stage == max(j.stage for j in dockerfile)}
     assert by_keyword["EXPOSE"] == PORT

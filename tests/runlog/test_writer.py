@@ -78,6 +78,29 @@ def test_listeners_see_each_event_after_the_filter(tmp_path: Path) -> None:
     assert [msgspec.to_builtins(e) for e in seen] == read_events(tmp_path / "log.jsonl")
 
 
+def test_line_listeners_hear_each_event_first_with_its_line_as_written(tmp_path: Path) -> None:
+    """The line is the file's own (after the level filter and redaction), a ``bytes`` copy the next event
+    does not overwrite: safe to hand to another thread."""
+    from orchestrator.config.secrets import Redactor
+
+    order: list[str] = []
+    lines: list[bytes] = []
+
+    def line_listener(event: RunEvent, line: bytes) -> None:
+        order.append("line")
+        lines.append(line)
+
+    with RunLog(tmp_path / "log.jsonl", "standard", Redactor(["plain-secret-99"])) as log:
+        log.line_listeners.append(line_listener)
+        log.listeners.append(lambda event: order.append("event"))
+        for event in sample_events():
+            log.emit(event)
+        log.emit(ev.tool_call(FRAME, "run_shell", '{"command": "echo plain-secret-99"}'))
+    assert all(isinstance(line, bytes) for line in lines)
+    assert b"".join(lines) == (tmp_path / "log.jsonl").read_bytes()
+    assert order == ["line", "event"] * len(lines)
+
+
 def test_close_is_idempotent(tmp_path: Path) -> None:
     log = RunLog(tmp_path / "log.jsonl")
     log.close()

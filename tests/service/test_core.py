@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import socket
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import trio
 from tests.engine.harness import FAST
@@ -187,9 +189,14 @@ async def test_a_dispatched_run_is_traced_when_the_service_has_a_trace_sink(tmp_
 
         def __init__(self) -> None:
             self.spans: list[SpanData] = []
+            self.unfolded = 0
 
         def submit(self, spans: list[SpanData]) -> None:
             self.spans.extend(spans)
+
+        def defer(self, fold: Callable[[Any], list[SpanData]], item: object, *, always: bool = False) -> bool:
+            self.submit(fold(item))
+            return True
 
     sink = Collect()
     settings = make_settings(tmp_path, f"http://127.0.0.1:{_closed_port()}/v1", roles=ROLES)

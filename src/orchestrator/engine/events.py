@@ -115,6 +115,7 @@ def llm_call(
     assistant: Message,
     usage: Usage,
     finish_reason: str | None,
+    response_model: str | None = None,
 ) -> e.LlmCall:
     """``sent`` is the delta since the instance's previous ``llm_call``; reasoning is not logged in it."""
     payload = e.LlmCallPayload(
@@ -128,6 +129,8 @@ def llm_call(
     )
     if finish_reason is not None:
         payload.finish_reason = finish_reason
+    if response_model is not None:
+        payload.response_model = response_model
     return e.LlmCall(timestamp=utc_timestamp(), payload=payload)
 
 

@@ -309,7 +309,11 @@ class Run:
         )
         sent_from = min(frame.logged_upto, len(frame.history))
         logged = self._scrubbed(assistant)
-        self.log.emit(ev.llm_call(frame, frame.history[sent_from:], sent_from, logged, usage, outcome.finish_reason))
+        self.log.emit(
+            ev.llm_call(
+                frame, frame.history[sent_from:], sent_from, logged, usage, outcome.finish_reason, outcome.model
+            )
+        )
         frame.logged_upto = len(frame.history)
         frame.llm_calls += 1
         frame.last_prompt_tokens = usage.prompt_tokens

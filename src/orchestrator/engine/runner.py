@@ -94,6 +94,9 @@ class RunServices:
     on_delta: DeltaSink | None = None
     #: Called with every event as it is written (after the level filter); must not raise.
     log_listeners: list[Callable[[RunEvent], None]] = field(default_factory=list)
+    #: Called before those with every event and its ``log.jsonl`` line (``bytes``: safe to hand to another
+    #: thread); must not raise.
+    log_line_listeners: list[Callable[[RunEvent, bytes], None]] = field(default_factory=list)
     #: Operator requests for the run (notices such as the shutdown wind-down).
     interrupts: InterruptQueue = field(default_factory=InterruptQueue)
     #: fsync checkpoints and metas (off only in benchmarks that measure bytes, not durability).
@@ -196,6 +199,7 @@ async def _drive(
     try:
         with RunLog(run_dir / "log.jsonl", level, redactor) as log:
             log.listeners.extend(services.log_listeners)
+            log.line_listeners.extend(services.log_line_listeners)
             card: ResultCard | None = None
             with services.stop.scope:
                 async with (

@@ -124,6 +124,8 @@ class Turn(msgspec.Struct, kw_only=True):
     tool_calls: list[ToolCall]
     usage: Usage
     finish_reason: str | None
+    #: the model the endpoint says answered (``response.model``), when it says
+    model: str | None = None
 
 
 #: Why an attempt failed: no headers / an idle stream, a network error, an HTTP error status, the server
@@ -324,6 +326,7 @@ class TurnAssembler:
             tool_calls=calls,
             usage=_usage(response.get("usage") or {}),
             finish_reason=_finish_reason(response, bool(calls)),
+            model=model if isinstance(model := response.get("model"), str) and model else None,
         )
 
 

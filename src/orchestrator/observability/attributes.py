@@ -23,6 +23,8 @@ REQUEST_MODEL: Final = "gen_ai.request.model"
 REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
 REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
 RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+#: the model the endpoint says answered (``llm_call``'s ``responseModel``)
+RESPONSE_MODEL: Final = "gen_ai.response.model"
 #: seconds from the request to the first streamed chunk (live export only: the log does not record it)
 RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
 USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"

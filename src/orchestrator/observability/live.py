@@ -1,21 +1,25 @@
-"""The live trace export: a run-log listener (``RunServices.log_listeners``) folding each event as it is
-written into spans and handing the finished ones to the process's sink.
+"""The live trace export: a run-log line listener (``RunServices.log_line_listeners``) handing each
+written line to the sink's thread, where it is folded into spans exactly as ``export-trace`` folds the file.
 
-The engine knows nothing of it. A resumed run's listener first folds the log written so far without
-sending anything (the previous process sent those spans), so the spans still open at the restart end in
-this process with the ids and start times they had. A listener never raises into the run log: a fault
-in the fold is logged once and the export of that run stops.
+The run's thread only appends the line (immutable ``bytes``) to the sink's bounded hand-off
+(``SpanSubmitter.defer``): decoding, the fold and the SDK's conversion all happen on the sink's thread, which
+alone touches the run's ``TraceState`` from then on. When the hand-off is full, the run's trace is cut: the
+refused line and every later one are counted (``unfolded``) and never folded, and the spans still open are
+sent ended at the last folded event with ``error.type`` ``export_cut`` — a trace missing its end, never one
+folded across a gap. The engine knows nothing of it. A resumed run's listener first folds the log written so
+far without sending anything (the previous process sent those spans), so the spans still open at the restart
+end in this process with the ids and start times they had. A listener never raises into the run log: a
+fault in the fold is logged once and the export of that run stops.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import msgspec
 import trio
 
 from orchestrator.config import Settings
@@ -24,17 +28,18 @@ from orchestrator.engine.run import DeltaSink, StreamDelta
 from orchestrator.engine.runfolder import read_meta
 from orchestrator.engine.runner import RunServices
 from orchestrator.observability.config import export_config
-from orchestrator.observability.spans import FOLDED, RunInfo, SpanData, TraceState, first_chunk, fold_span
+from orchestrator.observability.spans import RunInfo, SpanData, TraceState, close_open, first_chunk, fold_span
 from orchestrator.runlog import read_events
-from orchestrator.runlog.events import LlmCall, RunEvent
+from orchestrator.runlog.events import LlmCallStart, RunEvent
+from orchestrator.runlog.reader import decode_line
 
 if TYPE_CHECKING:
     from orchestrator.observability.sink import SpanSink
 
 __all__ = [
+    "CUT",
     "SpanSubmitter",
     "TraceListener",
-    "as_folded",
     "attach_trace",
     "close_sink",
     "open_sink",
@@ -43,38 +48,41 @@ __all__ = [
 ]
 
 logger = logging.getLogger("orchestrator.observability")
+T = TypeVar("T")
+#: ``error.type`` of the spans still open when a run's trace is cut (the hand-off was full)
+CUT = "export_cut"
 
 
 class SpanSubmitter(Protocol):
     """What a listener needs of a sink (``observability.sink.SpanSink``, or a test's)."""
+
+    #: run-log events never folded: refused by a full hand-off, or after their run's trace was cut
+    unfolded: int
 
     @property
     def capture_content(self) -> bool: ...
 
     def submit(self, spans: Sequence[SpanData]) -> None: ...
 
-
-def as_folded(event: RunEvent, *, capture_content: bool) -> dict[str, Any]:
-    """A written event as the builtins the fold reads: the same spans as ``msgspec.to_builtins(event)``,
-    cheaper on the run's thread. An event type the fold does not read (``spans.FOLDED``) keeps only its
-    timestamp; a model call keeps its messages only when content is captured (the fold reads them only
-    then: they are the bulk of a ``full`` log)."""
-    kind: str = type(event).__struct_config__.tag  # type: ignore[assignment]
-    if kind not in FOLDED:
-        return {"timestamp": event.timestamp, "type": kind, "payload": {}}
-    payload = event.payload
-    if isinstance(event, LlmCall) and not capture_content:
-        payload = msgspec.structs.replace(event.payload, sent=msgspec.UNSET, received=msgspec.UNSET)
-    return {"timestamp": event.timestamp, "type": kind, "payload": msgspec.to_builtins(payload)}
+    def defer(self, fold: Callable[[T], Sequence[SpanData]], item: T, *, always: bool = False) -> bool:
+        """Run ``fold(item)`` on the sink's thread and send the spans it returns; ``False`` (counted in
+        ``unfolded``) when the hand-off is full, unless ``always``. Never blocks."""
+        ...
 
 
 class TraceListener:
-    """One run's live export; call it with every written event."""
+    """One run's live export: call it with every written event and its line (``log_line_listeners``)."""
 
     def __init__(self, sink: SpanSubmitter, info: RunInfo, prior: Sequence[Mapping[str, Any]] = ()) -> None:
         self.sink = sink
+        #: touched by the sink's thread only, once the first line is handed off
         self.state = TraceState(info, capture_content=sink.capture_content)
+        #: set by the fold (the sink's thread) on a fault: this run's export stops
         self.broken = False
+        #: set on the run's thread when the hand-off was full: this run's trace ends there
+        self.cut = False
+        #: role instances whose model call in flight has not streamed its first chunk yet (the run's thread)
+        self._awaiting: set[str] = set()
         try:
             for event in prior:  # already sent by the process that wrote them
                 fold_span(self.state, event)
@@ -82,25 +90,54 @@ class TraceListener:
             self.broken = True
             logger.exception("trace export of run %s is off: could not fold its log so far", info.run_id)
 
-    def __call__(self, event: RunEvent) -> None:
+    def __call__(self, event: RunEvent, line: bytes) -> None:
+        """The run's thread: hand the line over (an append), note a model call's start for ``delta``."""
         if self.broken:
             return
+        if self.cut:
+            self.sink.unfolded += 1
+            return
+        if type(event) is LlmCallStart:
+            self._awaiting.add(event.payload.role_id)
+        if not self.sink.defer(self.fold_line, line):
+            self._cut()
+
+    def delta(self, delta: StreamDelta) -> None:
+        """``RunServices.on_delta``: hands over each model call's first streamed chunk (its time to first
+        chunk); every later chunk costs a set lookup."""
+        if delta.role_id in self._awaiting and not self.broken and not self.cut:
+            self._awaiting.discard(delta.role_id)
+            if not self.sink.defer(self.fold_chunk, (delta.role_id, time.time_ns())):
+                self._cut()
+
+    def _cut(self) -> None:
+        self.cut = True
+        self.sink.defer(self.fold_cut, None, always=True)
+
+    # --- the sink's thread ---------------------------------------------------------------------------
+
+    def fold_line(self, line: bytes) -> list[SpanData]:
+        """One log line, decoded as ``read_events`` decodes the file, folded (``spans.fold_span``)."""
+        event = decode_line(line)
+        return [] if event is None else self._guard(lambda: fold_span(self.state, event))
+
+    def fold_chunk(self, chunk: tuple[str, int]) -> list[SpanData]:
+        role_id, at = chunk
+        return self._guard(lambda: first_chunk(self.state, role_id, at))
+
+    def fold_cut(self, _: None) -> list[SpanData]:
+        """The spans still open when the trace was cut, ended at the last folded event."""
+        return self._guard(lambda: close_open(self.state, "the trace export's hand-off was full", error_type=CUT))
+
+    def _guard(self, fold: Callable[[], list[SpanData] | None]) -> list[SpanData]:
+        if self.broken:
+            return []
         try:
-            spans = fold_span(self.state, as_folded(event, capture_content=self.state.capture))
-            if spans:
-                self.sink.submit(spans)
+            return fold() or []
         except Exception:  # the run must not notice: stop exporting this run, say so once
             self.broken = True
             logger.exception("trace export of run %s stopped: could not fold an event", self.state.info.run_id)
-
-    def delta(self, delta: StreamDelta) -> None:
-        """``RunServices.on_delta``: notes each model call's first streamed chunk (its time to first chunk)."""
-        if not self.broken:
-            try:
-                first_chunk(self.state, delta.role_id, time.time_ns())
-            except Exception:
-                self.broken = True
-                logger.exception("trace export of run %s stopped: could not note a chunk", self.state.info.run_id)
+            return []
 
     def tee(self, other: DeltaSink | None) -> DeltaSink:
         """A delta sink feeding this listener and ``other`` (the host's own, when it has one)."""
@@ -115,8 +152,8 @@ class TraceListener:
 
 
 def attach_trace(services: RunServices, listener: TraceListener) -> None:
-    """Give a run's services the listener: its log events, and its model calls' streamed chunks."""
-    services.log_listeners.append(listener)
+    """Give a run's services the listener: its log lines, and its model calls' streamed chunks."""
+    services.log_line_listeners.append(listener)
     services.on_delta = listener.tee(services.on_delta)
 
 

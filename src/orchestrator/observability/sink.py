@@ -1,21 +1,25 @@
-"""The one place the OpenTelemetry SDK is used: finished ``SpanData`` → the SDK's spans → a
-``BatchSpanProcessor`` with a bounded queue → the OTLP/HTTP exporter, in the processor's own thread.
+"""The one place the OpenTelemetry SDK is used: the sink's own thread folds what is handed to it into
+``SpanData`` and turns those into the SDK's spans → a ``BatchSpanProcessor`` with a bounded queue → the
+OTLP/HTTP exporter, in the processor's own thread.
 
-``submit`` only hands the spans to the sink's own thread (a deque append): the trio code that calls it
-never waits on the network, nor converts the spans to the SDK's (that thread does, every 50 ms). A
-collector that is down, slow or refusing costs spans, not time: a full hand-off or processor queue drops
-its oldest, a failed export drops its batch; all are counted (``ExportReport``) and the first failure is
-logged once. ``close`` is the one blocking call, bounded by ``shutdownTimeoutSeconds``; async callers
-run it in a worker thread.
+``defer`` (a run's log lines, ``observability.live``) and ``submit`` (finished spans) only append to the
+sink's bounded hand-off (a deque): the trio code that calls them never waits on the network, nor folds or
+converts anything (the sink's thread does, every 200 ms). A collector that is down, slow or refusing costs
+spans, not time: a full hand-off refuses what is handed to it (a refused log line cuts its run's trace,
+see ``live``), a full processor queue drops its oldest, a failed export drops its batch; all are counted
+(``ExportReport``) and the first failure is logged once. ``close`` is the one blocking call, bounded by
+``shutdownTimeoutSeconds``; async callers run it in a worker thread.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -39,8 +43,15 @@ _STATUS = {"unset": StatusCode.UNSET, "ok": StatusCode.OK, "error": StatusCode.E
 _QUIET = ("opentelemetry.exporter", "opentelemetry.sdk._shared_internal")
 #: The processor's queue size when the configuration leaves it to the SDK (its default).
 _DEFAULT_QUEUE = 2048
-#: How often the sink's thread converts the spans handed to it (a wake per span would cost the run more).
-_POLL_SECONDS = 0.05
+#: How often the sink's thread folds and converts what was handed to it (a wake per event would cost the
+#: run more).
+_POLL_SECONDS = 0.2
+#: After a failed export, batches are dropped unsent for this long, doubling while it fails, up to the max.
+_BACKOFF_FIRST = 1.0
+_BACKOFF_MAX = 30.0
+T = TypeVar("T")
+#: one hand-off entry: a fold and its input (``_given`` for spans already finished)
+_Work = tuple[Callable[[Any], Sequence[SpanData]], object]
 
 
 @dataclass(frozen=True)
@@ -49,10 +60,16 @@ class ExportReport:
 
     submitted: int
     exported: int
+    #: run-log events never folded (a full hand-off cut their run's trace): their spans are not counted
+    unfolded: int = 0
 
     @property
     def dropped(self) -> int:
         return self.submitted - self.exported
+
+
+def _given(spans: Sequence[SpanData]) -> Sequence[SpanData]:
+    return spans
 
 
 def to_readable(span: SpanData, resource: Resource) -> ReadableSpan:
@@ -82,16 +99,27 @@ def to_readable(span: SpanData, resource: Resource) -> ReadableSpan:
 
 
 class _Counting(SpanExporter):
-    """Wraps the real exporter: counts what it delivered, logs the first failure once."""
+    """Wraps the real exporter: counts what it delivered, logs the first failure once, and after a failure
+    drops what comes without encoding or sending it for a while (``_BACKOFF_*``, doubling while it fails):
+    a collector that is down or refusing costs the process a request now and then, not one per batch."""
 
     def __init__(self, inner: SpanExporter, endpoint: str) -> None:
         self.inner = inner
         self.endpoint = endpoint
         self.exported = 0
         self._warned = False
+        self._backoff = 0.0
+        self._resume_at = 0.0
         self._lock = threading.Lock()
 
+    @property
+    def paused(self) -> bool:
+        """Within the back-off after a failed export: spans are dropped unsent (counted)."""
+        return time.monotonic() < self._resume_at
+
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self.paused:
+            return SpanExportResult.FAILURE
         try:
             result = self.inner.export(spans)
         except Exception:  # an exporter must not take the worker thread down
@@ -99,11 +127,16 @@ class _Counting(SpanExporter):
         with self._lock:
             if result is SpanExportResult.SUCCESS:
                 self.exported += len(spans)
-            elif not self._warned:
-                self._warned = True
-                logger.warning(
-                    "trace export to %s failed; spans are dropped until it answers (the run goes on)", self.endpoint
-                )
+                self._backoff = 0.0
+            else:
+                self._backoff = min(max(2 * self._backoff, _BACKOFF_FIRST), _BACKOFF_MAX)
+                self._resume_at = time.monotonic() + self._backoff
+                if not self._warned:
+                    self._warned = True
+                    logger.warning(
+                        "trace export to %s failed; spans are dropped until it answers (the run goes on)",
+                        self.endpoint,
+                    )
         return result
 
     def shutdown(self) -> None:
@@ -117,8 +150,14 @@ class SpanSink:
     """A process's trace export: many runs may submit to one sink; ``close`` once at the end."""
 
     def __init__(
-        self, config: ExportConfig, exporter: SpanExporter | None = None, *, schedule_delay_millis: float | None = None
+        self,
+        config: ExportConfig,
+        exporter: SpanExporter | None = None,
+        *,
+        schedule_delay_millis: float | None = None,
+        handoff: int | None = None,
     ) -> None:
+        """``handoff``: the hand-off's bound in entries (default: the processor's queue size in spans)."""
         for name in _QUIET:
             logging.getLogger(name).setLevel(logging.CRITICAL)
         self.config = config
@@ -134,11 +173,18 @@ class SpanSink:
             max_export_batch_size=min(size, 512) if size is not None else None,
         )
         self.resource = Resource.create({"service.name": config.service_name})
-        self.submitted = 0
+        self.unfolded = 0
+        self._submitted = 0  # spans handed over finished (``submit``; the callers' threads)
+        self._folded = 0  # spans the folds produced (the sink's thread)
         self._closed = False
-        #: batches submitted, not converted yet: an append is atomic and wakes no thread; when full, the
-        #: oldest is dropped (counted: never exported); at most as many as the processor's queue holds spans
-        self._handoff: deque[Sequence[SpanData]] = deque(maxlen=size if size is not None else _DEFAULT_QUEUE)
+        #: folds and batches handed over, not run yet: an append is atomic and wakes no thread; at most as
+        #: many entries as the processor's queue holds spans (more are refused, counted)
+        self._handoff: deque[_Work] = deque()
+        self._handed = 0  # entries appended (the callers' threads)
+        self._done = 0  # entries folded and converted (the sink's thread)
+        #: the sink's thread's CPU time spent folding and converting (bench/otel_overhead.py reports it)
+        self.busy_seconds = 0.0
+        self._bound = handoff or (size if size is not None else _DEFAULT_QUEUE)
         self._stop = threading.Event()
         self._converter = threading.Thread(target=self._convert, name="otel-sink-convert", daemon=True)
         self._converter.start()
@@ -147,25 +193,58 @@ class SpanSink:
     def capture_content(self) -> bool:
         return self.config.capture_content
 
+    @property
+    def submitted(self) -> int:
+        return self._submitted + self._folded
+
     def submit(self, spans: Sequence[SpanData]) -> None:
-        """Hand finished spans to the sink's thread; never blocks (a full hand-off drops its oldest)."""
+        """Hand finished spans to the sink's thread; never blocks (a full hand-off drops them, counted)."""
         if self._closed:
             return
-        self.submitted += len(spans)
-        self._handoff.append(spans)
+        self._submitted += len(spans)
+        if len(self._handoff) < self._bound:
+            self._handed += 1
+            self._handoff.append((_given, spans))
+
+    def defer(self, fold: Callable[[T], Sequence[SpanData]], item: T, *, always: bool = False) -> bool:
+        """Run ``fold(item)`` on the sink's thread, in the order handed over, and send the spans it returns.
+        ``item`` must be immutable (``bytes``, a tuple …). Never blocks: ``False`` (counted in ``unfolded``)
+        when the hand-off is full, unless ``always`` (a run's one closing fold)."""
+        if self._closed:
+            return False
+        if not always and len(self._handoff) >= self._bound:
+            self.unfolded += 1
+            return False
+        self._handed += 1
+        self._handoff.append((fold, item))
+        return True
+
+    @property
+    def pending(self) -> int:
+        """Entries handed over and not folded and converted yet (the bench waits for 0)."""
+        return self._handed - self._done
 
     def _convert(self) -> None:
-        """The sink's thread: every ``_POLL_SECONDS`` (and once at ``close``), each handed-off span → the
-        SDK's span → the processor's queue."""
+        """The sink's thread: every ``_POLL_SECONDS`` (and once at ``close``), each handed-off fold → its
+        spans → the SDK's spans → the processor's queue."""
         while True:
             stopping = self._stop.wait(_POLL_SECONDS)
+            started = time.thread_time()
             while self._handoff:
-                spans = self._handoff.popleft()
+                fold, item = self._handoff.popleft()
                 try:
+                    spans = fold(item)
+                    if fold is not _given:
+                        self._folded += len(spans)
+                    if self._exporter.paused:  # they would be dropped unsent: not converted either
+                        continue
                     for span in spans:
                         self._processor.on_end(to_readable(span, self.resource))
                 except Exception:  # never take the thread down: the batch is dropped (counted: never exported)
                     logger.exception("trace export: could not convert a span")
+                finally:
+                    self._done += 1
+            self.busy_seconds += time.thread_time() - started
             if stopping:
                 return
 
@@ -174,7 +253,7 @@ class SpanSink:
         self._processor.shutdown()
 
     def report(self) -> ExportReport:
-        return ExportReport(submitted=self.submitted, exported=self._exporter.exported)
+        return ExportReport(submitted=self.submitted, exported=self._exporter.exported, unfolded=self.unfolded)
 
     def close(self) -> ExportReport:
         """Send what is queued, waiting at most ``shutdownTimeoutSeconds``; the rest is dropped."""
@@ -193,5 +272,10 @@ class SpanSink:
                 report.dropped,
                 report.submitted,
                 self.config.endpoint,
+            )
+        if report.unfolded:
+            logger.warning(
+                "trace export: %d run-log events not folded (the hand-off was full): their runs' traces are cut",
+                report.unfolded,
             )
         return report

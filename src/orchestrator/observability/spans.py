@@ -46,7 +46,6 @@ from orchestrator.observability.tracestate import (
 )
 
 __all__ = [
-    "FOLDED",
     "RunInfo",
     "SpanData",
     "SpanEvent",
@@ -74,27 +73,6 @@ _ROLE_EVENTS = frozenset(
 )
 _CHAT_ENDS = frozenset({names.LLM_CALL, names.LLM_UNAVAILABLE, names.CONTEXT_BUDGET_EXCEEDED})
 _POINTS = frozenset({names.EFFORT_SET, names.DEPTH_EXCEEDED, names.ROLE_NOT_FOUND, names.INQUIRY_DROPPED})
-#: The event types whose payload the fold reads; of any other it reads only the timestamp.
-FOLDED = frozenset(
-    {
-        names.ROLE_START,
-        names.ROLE_FINISHED,
-        names.LLM_CALL_START,
-        names.LLM_RETRY,
-        names.TOOL_CALL,
-        names.TOOL_RESULT,
-        names.ASK_HUMAN,
-        names.HUMAN_ANSWER,
-        names.INTERRUPT,
-        names.INTERRUPT_RESOLVED,
-        names.PLAN_MODIFICATION,
-        names.CONTEXT_COMPACTED,
-        names.RUN_RESUMED,
-    }
-    | _CHAT_ENDS
-    | _ROLE_EVENTS
-    | _POINTS
-)
 
 
 # --- roles -------------------------------------------------------------------------------------------
@@ -267,6 +245,8 @@ def _chat_end(s: TraceState, kind: str, p: Mapping[str, Any], t: int, out: list[
             span.attributes[a.USAGE_CACHE_READ_INPUT_TOKENS] = cached
     if isinstance(p.get("finishReason"), str):
         span.attributes[a.RESPONSE_FINISH_REASONS] = [p["finishReason"]]
+    if isinstance(p.get("responseModel"), str):
+        span.attributes[a.RESPONSE_MODEL] = p["responseModel"]
     if (count := as_int(p.get("messageCount"))) is not None:
         span.attributes[a.LLM_MESSAGE_COUNT] = count
     if s.capture:
@@ -412,14 +392,14 @@ def fold_span(s: TraceState, event: Mapping[str, Any]) -> list[SpanData]:
     return out
 
 
-def close_open(s: TraceState, reason: str = "never finished") -> list[SpanData]:
+def close_open(s: TraceState, reason: str = "never finished", *, error_type: str = "unfinished") -> list[SpanData]:
     """End every span still open at the last event's time (a run that stopped without finishing),
-    innermost first, each an error with ``reason``."""
+    innermost first, each an error (``error_type``) with ``reason``."""
     end = s.last_ns
     out: list[SpanData] = []
     for key in reversed(list(s.open)):
         span = s.open[key]
-        fail(span, "unfinished", reason)
+        fail(span, error_type, reason)
         out.append(s.finish(span, end if end is not None else span.start_ns))
     s.run_ended = True
     return out

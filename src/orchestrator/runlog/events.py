@@ -151,6 +151,8 @@ class LlmCallPayload(Base):
     sent: list[Message] | UnsetType = UNSET
     received: Received | UnsetType = UNSET
     finish_reason: str | UnsetType = UNSET
+    #: the model the endpoint says answered, when it says (the trace's ``gen_ai.response.model``)
+    response_model: str | UnsetType = UNSET
 
 
 class LlmCall(Event, tag=names.LLM_CALL):

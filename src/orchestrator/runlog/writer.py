@@ -23,6 +23,7 @@ from orchestrator.vocabulary import DEFAULT_LOG_LEVEL, LogLevel
 
 __all__ = ["RunLog", "apply_level", "utc_timestamp"]
 
+
 def utc_timestamp() -> str:
     """ISO-8601 UTC timestamp with milliseconds, as every event and meta file carries."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -51,6 +52,8 @@ class RunLog:
     so it cannot be interrupted by cancellation half-way. A listener may itself cause an ``emit``
     (the nested event is written after the one being delivered). ``listeners`` see each event as written
     (after the level filter) — used by the service for live views; a listener must not raise.
+    ``line_listeners`` (called first) see the event and its line as written, as immutable ``bytes`` that
+    may cross to another thread: the trace export folds them there (docs/observability.md).
     """
 
     def __init__(self, path: Path, level: LogLevel = DEFAULT_LOG_LEVEL, redactor: Redactor | None = None) -> None:
@@ -63,6 +66,7 @@ class RunLog:
         self._seal_torn_tail()
         self.count = 0
         self.listeners: list[Callable[[RunEvent], None]] = []
+        self.line_listeners: list[Callable[[RunEvent, bytes], None]] = []
 
     def _seal_torn_tail(self) -> None:
         """A previous process killed mid-append left a partial last line: end it, so the next event
@@ -84,6 +88,10 @@ class RunLog:
             while written < len(line):
                 written += os.write(self._fd, line[written:])
         self.count += 1
+        if self.line_listeners:
+            written_line = bytes(self._buffer)
+            for line_listener in self.line_listeners:
+                line_listener(event, written_line)
         for listener in self.listeners:
             listener(event)
 

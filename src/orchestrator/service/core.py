@@ -285,7 +285,7 @@ class Service:
         return RunServices(
             timeouts=self.timeouts,
             on_delta=self.hub.publish if trace is None else trace.tee(self.hub.publish),
-            log_listeners=[] if trace is None else [trace],
+            log_line_listeners=[] if trace is None else [trace],
             interrupts=active.interrupts,
             human=self.questions,
             queue_tracked=queue_tracked,
