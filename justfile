@@ -13,6 +13,7 @@ default:
 # (`-n 0`: serial). Long suites keep a representative subset here and a recipe of their own below.
 test *ARGS: browser (real-model "--best-effort")
     {{bin}}/ruff check src tests bench fuzz
+    {{bin}}/ruff format --check --quiet src tests bench fuzz
     {{bin}}/pytest -q -n auto --dist loadgroup --durations=10 {{ARGS}}
 
 # Debian's Chromium for the browser tests (installed when missing and possible; else those tests skip)
@@ -35,7 +36,7 @@ real-model *ARGS:
 # lint and format check
 lint:
     {{bin}}/ruff check src tests bench fuzz
-    {{bin}}/ruff format --check src tests bench fuzz || true
+    {{bin}}/ruff format --check src tests bench fuzz
 
 # serve the web UI and API on this directory against the configured model (http://127.0.0.1:8765)
 serve *ARGS:

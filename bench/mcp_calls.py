@@ -62,8 +62,9 @@ def _text(result: Any) -> str:
 def export_baseline(rev: str, dest: Path) -> Path | None:
     """``src/`` at ``rev`` under ``dest`` (``git archive``); ``None`` when git or the revision is missing."""
     try:
-        data = subprocess.run(["git", "-C", str(REPO), "archive", rev, "src"], capture_output=True, check=True,
-                              timeout=60).stdout
+        data = subprocess.run(
+            ["git", "-C", str(REPO), "archive", rev, "src"], capture_output=True, check=True, timeout=60
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
@@ -79,8 +80,13 @@ class Server:
         self.workdir = workdir
         self.workspace = workdir / "ws"
         self.workspace.mkdir(parents=True)
-        self.env = {**os.environ, "PYTHONPATH": str(src), "WORKFLOW_DIR": str(root),
-                    "WORKFLOW_WORKSPACE": str(self.workspace), "WORKFLOW_SERVER_KEY_DIR": str(workdir / "key")}
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(src),
+            "WORKFLOW_DIR": str(root),
+            "WORKFLOW_WORKSPACE": str(self.workspace),
+            "WORKFLOW_SERVER_KEY_DIR": str(workdir / "key"),
+        }
         self.session: ClientSession | None = None
         self.index = ""
         self.initial = ""
@@ -159,8 +165,14 @@ print(json.dumps(out))
 def save_samples(src: Path, work: Path, n: int) -> list[float]:
     """``n`` timed ``SessionStore.save`` calls (one session, ~20 KB) in a process running the code at ``src``."""
     work.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-c", SAVE_LOOP, str(work), str(n)], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(src)}, timeout=300, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", SAVE_LOOP, str(work), str(n)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(src)},
+        timeout=300,
+        check=True,
+    )
     return [float(x) for x in json.loads(done.stdout)]
 
 
@@ -188,8 +200,9 @@ def _row(name: str, values: dict[str, list[float]], labels: list[str], before: s
     return f"  {name:<22} " + "  ".join(cells) + f"  {ratio}"
 
 
-async def _phase(servers: list[Server], tools: dict[str, Callable[[Server], Awaitable[Any]]], rounds: int,
-                 warmup: int) -> dict[str, dict[str, list[float]]]:
+async def _phase(
+    servers: list[Server], tools: dict[str, Callable[[Server], Awaitable[Any]]], rounds: int, warmup: int
+) -> dict[str, dict[str, list[float]]]:
     samples: dict[str, dict[str, list[float]]] = {tool: {s.label: [] for s in servers} for tool in tools}
     for round_no in range(rounds + warmup):
         order = servers if round_no % 2 == 0 else list(reversed(servers))
@@ -202,8 +215,9 @@ async def _phase(servers: list[Server], tools: dict[str, Callable[[Server], Awai
     return samples
 
 
-async def bench(root: Path, spec: tuple[str, str | None], before_src: Path | None, rounds: int,
-                init_samples: int, workdir: Path) -> None:
+async def bench(
+    root: Path, spec: tuple[str, str | None], before_src: Path | None, rounds: int, init_samples: int, workdir: Path
+) -> None:
     workflow_id, step = spec
     here = REPO / "src"
     plan = [("after stdio", here, "stdio"), ("after http", here, "http")]
@@ -240,11 +254,13 @@ async def bench(root: Path, spec: tuple[str, str | None], before_src: Path | Non
         }
         writes: dict[str, Callable[[Server], Awaitable[Any]]] = {
             "start_session": lambda s: s.start_one(workflow_id),
-            "next_activity": lambda s: s.call("next_activity", session_index=s.index, activity_id=s.initial,
-                                              step_manifest=[]),
+            "next_activity": lambda s: s.call(
+                "next_activity", session_index=s.index, activity_id=s.initial, step_manifest=[]
+            ),
             "get_activity": tool("get_activity", context_tokens=200_000, agent_id="w1"),
-            "record_usage": lambda s: s.call("record_usage", session_index=s.index, activity=s.initial,
-                                             usage={"input_tokens": 1}, basis="delta"),
+            "record_usage": lambda s: s.call(
+                "record_usage", session_index=s.index, activity=s.initial, usage={"input_tokens": 1}, basis="delta"
+            ),
         }
         if step is not None:
             writes["get_technique"] = tool("get_technique", step_id=step)
@@ -276,8 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     rounds, init_samples = (12, 0) if args.quick else (args.rounds, args.init)
     real = CORPUS.is_dir() and not (args.own or args.quick)
     root, spec = (CORPUS, REAL) if real else (REPO / "workflows", OWN)
-    print(f"corpus: {root} ({'the real public corpus' if real else 'the project’s own workflows'}); "
-          f"{rounds} read rounds, {init_samples + 1} initialize samples per server")
+    print(
+        f"corpus: {root} ({'the real public corpus' if real else 'the project’s own workflows'}); "
+        f"{rounds} read rounds, {init_samples + 1} initialize samples per server"
+    )
     with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmp:
         before_src = export_baseline(args.baseline, Path(tmp) / "baseline")
         if before_src is None:

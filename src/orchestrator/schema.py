@@ -21,4 +21,3 @@ class Base(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
 
 class StrictBase(Base, forbid_unknown_fields=True):
     """Strict base: unknown keys are rejected, naming the key and its path."""
-

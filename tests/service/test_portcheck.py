@@ -68,8 +68,16 @@ async def test_a_second_serve_on_a_busy_port_says_who_holds_it_and_exits_2(tmp_p
         second = tmp_path / "second"
         second.mkdir()
         code, stdout, stderr = await _orchestrator(
-            "serve", "--port", port, "--workspace", str(second), "--guild", str(guild), "--deployment",
-            str(deployment), cwd=REPO,
+            "serve",
+            "--port",
+            port,
+            "--workspace",
+            str(second),
+            "--guild",
+            str(guild),
+            "--deployment",
+            str(deployment),
+            cwd=REPO,
         )
         assert first.alive()
     assert code == 2 and stdout == ""

@@ -127,8 +127,16 @@ class InProcess(_Calls):
 class McpProcess(_Calls):
     """A running ``python -m orchestrator mcp`` and a client session to it (see the module docstring)."""
 
-    def __init__(self, root: Path, *, workflow_dir: Path = WORKFLOWS, env: Mapping[str, str] | None = None,
-                 args: tuple[str, ...] = (), transport: str = "stdio", token: str | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        workflow_dir: Path = WORKFLOWS,
+        env: Mapping[str, str] | None = None,
+        args: tuple[str, ...] = (),
+        transport: str = "stdio",
+        token: str | None = None,
+    ) -> None:
         self.root = root
         self.transport = transport
         self.token = token  # the bearer token the HTTP client sends (None: the one the server generated)

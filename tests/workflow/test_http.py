@@ -28,8 +28,9 @@ TOKEN = "s3cret-token-for-tests"
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpProcess]:
     """One HTTP server with ``WORKFLOW_SERVER_TOKEN`` set (the client sends it)."""
-    server = McpProcess(tmp_path_factory.mktemp("guarded"), transport="http", token=TOKEN,
-                        env={"WORKFLOW_SERVER_TOKEN": TOKEN}).start()
+    server = McpProcess(
+        tmp_path_factory.mktemp("guarded"), transport="http", token=TOKEN, env={"WORKFLOW_SERVER_TOKEN": TOKEN}
+    ).start()
     try:
         yield server
     finally:
@@ -41,8 +42,12 @@ def base(server: McpProcess) -> str:
     return server.url.removesuffix("/mcp")
 
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
 HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 
@@ -62,8 +67,10 @@ def test_health_and_ready_answer_without_the_token(guarded: McpProcess) -> None:
     assert health.headers["x-request-id"] == "probe-1"
     ready = httpx.get(base(guarded) + "/ready", timeout=30)
     assert ready.status_code == 200
-    assert ready.json() == {"status": "ready", "checks": {"workflowDir": True, "sessionKeyWritable": True,
-                                                          "workspaceDir": True}}
+    assert ready.json() == {
+        "status": "ready",
+        "checks": {"workflowDir": True, "sessionKeyWritable": True, "workspaceDir": True},
+    }
     assert httpx.post(base(guarded) + "/health", timeout=30).status_code == 405
 
 
@@ -81,8 +88,9 @@ def test_the_right_token_gets_through(guarded: McpProcess) -> None:
     assert reply.status_code == 200 and reply.json()["result"]["serverInfo"]["name"] == "workflow-server"
 
 
-@pytest.mark.parametrize("origin", ["http://evil.example", "null", "http://localhost.evil.example:1",
-                                    "https://127.0.0.1:1"])
+@pytest.mark.parametrize(
+    "origin", ["http://evil.example", "null", "http://localhost.evil.example:1", "https://127.0.0.1:1"]
+)
 def test_a_foreign_origin_is_403_even_with_the_token(guarded: McpProcess, origin: str) -> None:
     reply = post_mcp(guarded, {"authorization": f"Bearer {TOKEN}", "origin": origin})
     assert reply.status_code == 403 and reply.json()["error"] == "forbidden_origin"
@@ -148,19 +156,41 @@ def test_the_token_can_be_turned_off_on_loopback_only(spawn_mcp: Callable[..., M
     server = spawn_mcp(transport="http", env={"WORKFLOW_SERVER_NO_TOKEN": "1"})
     assert post_mcp(server, {}).status_code == 200
     assert "THE TOKEN IS OFF" in server.stderr() and not (server.key_dir / "http-token").exists()
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO / "src"),
-           "WORKFLOW_WORKSPACE": str(tmp_path), "WORKFLOW_SERVER_NO_TOKEN": "1", "WORKFLOW_SERVER_TOKEN": TOKEN}
-    wide = subprocess.run([sys.executable, "-m", "orchestrator", "mcp", "--transport", "http", "--host", "0.0.0.0",
-                           "--port", "0"], env=env, capture_output=True, text=True, timeout=budget(120),
-                          stdin=subprocess.DEVNULL)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(REPO / "src"),
+        "WORKFLOW_WORKSPACE": str(tmp_path),
+        "WORKFLOW_SERVER_NO_TOKEN": "1",
+        "WORKFLOW_SERVER_TOKEN": TOKEN,
+    }
+    wide = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "mcp", "--transport", "http", "--host", "0.0.0.0", "--port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=budget(120),
+        stdin=subprocess.DEVNULL,
+    )
     assert wide.returncode == 2 and "WORKFLOW_SERVER_NO_TOKEN is accepted on a loopback bind only" in wide.stderr
 
 
 def test_a_short_configured_token_is_refused(tmp_path: Path) -> None:
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO / "src"),
-           "WORKFLOW_WORKSPACE": str(tmp_path), "WORKFLOW_SERVER_TOKEN": "a"}
-    done = subprocess.run([sys.executable, "-m", "orchestrator", "mcp", "--transport", "http", "--port", "0"],
-                          env=env, capture_output=True, text=True, timeout=budget(120), stdin=subprocess.DEVNULL)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(REPO / "src"),
+        "WORKFLOW_WORKSPACE": str(tmp_path),
+        "WORKFLOW_SERVER_TOKEN": "a",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "mcp", "--transport", "http", "--port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=budget(120),
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 2
     assert "WORKFLOW_SERVER_TOKEN has 1 characters; use at least 16" in done.stderr
 
@@ -168,8 +198,11 @@ def test_a_short_configured_token_is_refused(tmp_path: Path) -> None:
 def test_ready_is_503_naming_the_failing_check(spawn_mcp: Callable[..., McpProcess], tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the key directory's parent should be")
-    server = spawn_mcp(transport="http", token=TOKEN,
-                       env={"WORKFLOW_SERVER_KEY_DIR": str(blocker / "keys"), "WORKFLOW_SERVER_TOKEN": TOKEN})
+    server = spawn_mcp(
+        transport="http",
+        token=TOKEN,
+        env={"WORKFLOW_SERVER_KEY_DIR": str(blocker / "keys"), "WORKFLOW_SERVER_TOKEN": TOKEN},
+    )
     ready = httpx.get(base(server) + "/ready", timeout=30)
     assert ready.status_code == 503
     assert ready.json()["status"] == "not-ready" and ready.json()["checks"]["sessionKeyWritable"] is False
@@ -178,9 +211,19 @@ def test_ready_is_503_naming_the_failing_check(spawn_mcp: Callable[..., McpProce
 # ------------------------------------------------------------------------------------------ pure rules
 
 
-@pytest.mark.parametrize(("host", "loopback"), [("127.0.0.1", True), ("localhost", True), ("::1", True),
-                                                ("[::1]", True), ("127.1.2.3", True), ("0.0.0.0", False),
-                                                ("192.168.1.5", False), ("example.com", False)])
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("localhost", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("127.1.2.3", True),
+        ("0.0.0.0", False),
+        ("192.168.1.5", False),
+        ("example.com", False),
+    ],
+)
 def test_is_loopback(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
 
@@ -194,14 +237,20 @@ def test_a_bind_beyond_loopback_needs_the_token() -> None:
         guard_from_env(_settings("0.0.0.0"), {})  # type: ignore[arg-type]
     wide = guard_from_env(_settings("0.0.0.0"), {"WORKFLOW_SERVER_TOKEN": TOKEN})  # type: ignore[arg-type]
     assert wide.hosts is None and wide.host_allowed("lb.internal:8080")
-    listed = guard_from_env(_settings("0.0.0.0"), {"WORKFLOW_SERVER_TOKEN": TOKEN,  # type: ignore[arg-type]
-                                                   "WORKFLOW_SERVER_ALLOWED_HOSTS": "mcp.example.org"})
+    listed = guard_from_env(
+        _settings("0.0.0.0"),
+        {
+            "WORKFLOW_SERVER_TOKEN": TOKEN,  # type: ignore[arg-type]
+            "WORKFLOW_SERVER_ALLOWED_HOSTS": "mcp.example.org",
+        },
+    )
     assert listed.host_allowed("mcp.example.org:443") and not listed.host_allowed("evil.example")
 
 
 def test_guard_rules() -> None:
-    guard = HttpGuard(token="abc", hosts=frozenset({"127.0.0.1", "localhost"}),
-                      origins=frozenset({"https://ide.example"}))
+    guard = HttpGuard(
+        token="abc", hosts=frozenset({"127.0.0.1", "localhost"}), origins=frozenset({"https://ide.example"})
+    )
     assert guard.token_ok("Bearer abc") and guard.token_ok("bearer abc") and not guard.token_ok("Bearer abd")
     assert guard.origin_allowed("http://127.0.0.1:9", "127.0.0.1:9", "http")
     assert guard.origin_allowed("https://ide.example", "127.0.0.1:9", "http")

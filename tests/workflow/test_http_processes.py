@@ -30,8 +30,11 @@ class Pair:
         self.tmp = root / "shared-tmp"
         for folder in (self.workspace, self.tmp):
             folder.mkdir(parents=True, exist_ok=True)
-        env = {"WORKFLOW_WORKSPACE": str(self.workspace), "WORKFLOW_SERVER_KEY_DIR": str(self.key_dir),
-               "TMPDIR": str(self.tmp)}
+        env = {
+            "WORKFLOW_WORKSPACE": str(self.workspace),
+            "WORKFLOW_SERVER_KEY_DIR": str(self.key_dir),
+            "TMPDIR": str(self.tmp),
+        }
         self.a = McpProcess(root / "a", transport="http", env=env)
         self.b = McpProcess(root / "b", transport="http", env=env)
 
@@ -61,8 +64,12 @@ def sealed_state(pair: Pair, folder: Path) -> dict[str, object]:
 
 
 def test_two_processes_serve_distinct_pids(pair: Pair) -> None:
-    pids = {record.get("pid") for server in (pair.a, pair.b) for record in server.log_records()
-            if record.get("msg") == "server_started"}
+    pids = {
+        record.get("pid")
+        for server in (pair.a, pair.b)
+        for record in server.log_records()
+        if record.get("msg") == "server_started"
+    }
     assert len(pids) == 2
 
 
@@ -82,13 +89,18 @@ def test_a_session_continues_through_the_other_process(pair: Pair) -> None:
 
 
 def test_a_transient_started_on_one_process_is_promoted_on_the_other(pair: Pair) -> None:
-    meta = pair.a.ok("start_session", user_request="fix the login", planning_folder=str(
-        pair.workspace / ".engineering" / "artifacts" / "planning" / "login-fix")).parsed
+    meta = pair.a.ok(
+        "start_session",
+        user_request="fix the login",
+        planning_folder=str(pair.workspace / ".engineering" / "artifacts" / "planning" / "login-fix"),
+    ).parsed
     assert meta["repo_unbound"] is True
     child = pair.b.ok("dispatch_child", session_index=meta["session_index"], workflow_id="bug-fix").parsed
     assert Path(child["planning_folder_path"]).name == "login-fix"  # the slug given to the other process
-    assert pair.a.ok("get_workflow_status", session_index=meta["session_index"]).parsed["children"][0][
-        "session_index"] == child["session_index"]
+    assert (
+        pair.a.ok("get_workflow_status", session_index=meta["session_index"]).parsed["children"][0]["session_index"]
+        == child["session_index"]
+    )
     assert pair.a.ok("get_workflow_status", session_index=child["session_index"]).parsed["status"] == "active"
 
 
@@ -101,8 +113,9 @@ def test_concurrent_writes_from_two_processes_lose_nothing(pair: Pair) -> None:
     def hammer(server: McpProcess, tag: str, n: int) -> list[str]:
         outcomes = []
         for i in range(n):
-            reply = server.call("record_usage", session_index=index, activity=f"{tag}{i}",
-                                usage={"input_tokens": 1}, basis="delta")
+            reply = server.call(
+                "record_usage", session_index=index, activity=f"{tag}{i}", usage={"input_tokens": 1}, basis="delta"
+            )
             outcomes.append("ok" if not reply.is_error else reply.text.split(":", 1)[0])
         return outcomes
 
@@ -154,7 +167,10 @@ def test_a_stale_write_from_another_process_is_a_clear_conflict(pair: Pair) -> N
     index, folder = started["session_index"], Path(started["planning_folder_path"])
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(pair.workspace), str(pair.key_dir), str(pair.tmp), index],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(REPO / "src")},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={"PYTHONPATH": str(REPO / "src")},
     )
     try:
         assert holder.stdout is not None and holder.stdin is not None

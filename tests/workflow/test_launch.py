@@ -45,15 +45,24 @@ def test_a_bind_beyond_loopback_without_a_token_exits_2_before_listening(
 
 @pytest.mark.usefixtures("root_logging")
 def test_a_missing_workflow_dir_exits_2_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    env = {"HOME": str(tmp_path), "WORKFLOW_WORKSPACE": str(tmp_path), "WORKFLOW_SERVER_KEY_DIR": str(tmp_path / "k"),
-           "WORKFLOW_DIR": str(tmp_path / "nowhere")}
+    env = {
+        "HOME": str(tmp_path),
+        "WORKFLOW_WORKSPACE": str(tmp_path),
+        "WORKFLOW_SERVER_KEY_DIR": str(tmp_path / "k"),
+        "WORKFLOW_DIR": str(tmp_path / "nowhere"),
+    }
     assert serve_main(load_workflow_settings(env, cwd=tmp_path), env) == 2
     assert f"workflow directory {tmp_path / 'nowhere'} does not exist" in capsys.readouterr().err
 
 
 def _server_cmd(tmp_path: Path, *args: str) -> tuple[list[str], dict[str, str]]:
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO / "src"),
-           "WORKFLOW_WORKSPACE": str(tmp_path), "WORKFLOW_SERVER_KEY_DIR": str(tmp_path / "k")}
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(REPO / "src"),
+        "WORKFLOW_WORKSPACE": str(tmp_path),
+        "WORKFLOW_SERVER_KEY_DIR": str(tmp_path / "k"),
+    }
     return [sys.executable, "-m", "orchestrator", "mcp", "--transport", "http", *args], env
 
 
@@ -65,8 +74,15 @@ def test_sigterm_drains_and_exits_0_and_a_taken_port_exits_2(tmp_path: Path) -> 
         url = wait_listening(first, log)
         port = url.rsplit(":", 1)[1].split("/", 1)[0]
         taken_cmd, taken_env = _server_cmd(tmp_path, "--port", port)
-        taken = subprocess.run(taken_cmd, env=taken_env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                               stdin=subprocess.DEVNULL)
+        taken = subprocess.run(
+            taken_cmd,
+            env=taken_env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
         assert taken.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in taken.stderr
     finally:
         code = stop_process(first)

@@ -129,7 +129,10 @@ def test_lock_setvariable_resume_and_replay(quick: McpProcess) -> None:
     assert stored["optionId"] == "go-deeper" and stored["effects"] == {"variablesSet": {"review_depth": "deep"}}
     assert [e["data"]["optionId"] for e in _history(folder, "checkpoint_response")] == ["go-deeper"]
     assert [e["data"] for e in _history(folder, "variable_set")][-1] == {
-        "name": "review_depth", "value": "deep", "source": "setVariable", "declaredType": "string",
+        "name": "review_depth",
+        "value": "deep",
+        "source": "setVariable",
+        "declaredType": "string",
         "valueType": "string",
     }
     assert quick.ok("get_workflow_status", session_index=index).parsed["status"] != "blocked"
@@ -174,7 +177,8 @@ def test_mode_errors_and_recorded_reply(quick: McpProcess) -> None:
     data = _file(folder)
     assert data["variables"]["review_focus"] == "only src/api"
     assert data["checkpointResponses"]["scope-review-confirm-scope"]["effects"] == {
-        "variablesSet": {"review_focus": "only src/api"}, "reply": "only src/api",
+        "variablesSet": {"review_focus": "only src/api"},
+        "reply": "only src/api",
     }
     assert _history(folder, "variable_set")[-1]["data"]["source"] == "recordReply"
     resumed = quick.ok("resume_checkpoint", session_index=index).parsed
@@ -189,7 +193,10 @@ def test_condition_dismissal_and_fragment_reply(quick: McpProcess) -> None:
     bag = _file(folder)["variables"]
     answered = quick.ok("respond_checkpoint", session_index=index, condition_not_met=True).parsed
     assert answered == {
-        "checkpoint_id": "cannot-reproduce", "resolved": True, "session_index": index, "dismissed": True,
+        "checkpoint_id": "cannot-reproduce",
+        "resolved": True,
+        "session_index": index,
+        "dismissed": True,
     }
     data = _file(folder)
     assert data["variables"] == bag
@@ -267,7 +274,11 @@ def test_adhoc_gates(quick: McpProcess) -> None:
     assert _file(folder)["activeCheckpoint"]["adhoc"] == {"message": "Which part?", "options": options}
     shown = quick.ok("present_checkpoint", session_index=index).parsed
     assert shown == {
-        "id": "scope-question", "message": "Which part?", "options": options, "blocking": True, "declared": False,
+        "id": "scope-question",
+        "message": "Which part?",
+        "options": options,
+        "blocking": True,
+        "declared": False,
         "session_index": index,
     }
     assert "missing defaultOption" in quick.err("respond_checkpoint", session_index=index, auto_advance=True)
@@ -277,7 +288,10 @@ def test_adhoc_gates(quick: McpProcess) -> None:
     bag = _file(folder)["variables"]
     answered = quick.ok("respond_checkpoint", session_index=index, option_id="b").parsed
     assert answered == {
-        "checkpoint_id": "scope-question", "resolved": True, "session_index": index, "resolved_option": "b",
+        "checkpoint_id": "scope-question",
+        "resolved": True,
+        "session_index": index,
+        "resolved_option": "b",
     }
     data = _file(folder)
     assert data["variables"] == bag and data["checkpointResponses"]["report-scope-question"]["optionId"] == "b"
@@ -395,7 +409,8 @@ def test_timer_rounds_up_to_whole_seconds_and_ignores_blocking(local: InProcess)
     answered = local.ok("respond_checkpoint", session_index=index, auto_advance=True).parsed
     assert answered["resolved_option"] == "normal" and "effect" not in answered
     assert _file(folder)["checkpointResponses"]["first-pick-path"] == {
-        "optionId": "normal", "respondedAt": _file(folder)["checkpointResponses"]["first-pick-path"]["respondedAt"],
+        "optionId": "normal",
+        "respondedAt": _file(folder)["checkpointResponses"]["first-pick-path"]["respondedAt"],
     }
 
 
@@ -429,10 +444,16 @@ def test_skip_activities_type_warning_and_exit(local: InProcess) -> None:
     assert data["skippedActivities"] == ["second", "nowhere"]
     assert [e["activity"] for e in _history(folder, "activity_skipped")] == ["second", "nowhere"]
     mismatch = [e["data"] for e in _history(folder, "variable_set") if e["data"]["name"] == "retry_count"]
-    assert mismatch == [{
-        "name": "retry_count", "value": "three", "source": "setVariable", "declaredType": "number",
-        "valueType": "string", "typeMismatch": True,
-    }]
+    assert mismatch == [
+        {
+            "name": "retry_count",
+            "value": "three",
+            "source": "setVariable",
+            "declaredType": "number",
+            "valueType": "string",
+            "typeMismatch": True,
+        }
+    ]
     assert data["checkpointResponses"]["first-pick-path"]["effects"] == {
         "variablesSet": {"fast_path": True, "retry_count": "three"},
         "transitionedTo": "third",
@@ -466,8 +487,13 @@ def test_base_ids_key_each_iteration(local: InProcess) -> None:
 
 def test_session_file_stays_valid(local: InProcess) -> None:
     index, folder = local.session_at("gates", "first", "valid")
-    local.ok("yield_checkpoint", session_index=index, checkpoint_id="adhoc-1", message="?",
-             options=[{"id": "x", "label": "X"}, {"id": "y", "label": "Y"}])
+    local.ok(
+        "yield_checkpoint",
+        session_index=index,
+        checkpoint_id="adhoc-1",
+        message="?",
+        options=[{"id": "x", "label": "X"}, {"id": "y", "label": "Y"}],
+    )
     msgspec.json.decode((folder / "session.json").read_bytes(), type=SessionFile)
     local.now += 3
     local.ok("respond_checkpoint", session_index=index, option_id="y")

@@ -82,10 +82,13 @@ def test_worker_load(mcp: McpProcess) -> None:
     assert list(body)[-2:] == ["artifacts", "batch"]
     assert "actions" in body["enforcement_notes"] and "auto_advance" not in body["enforcement_notes"]
     assert body["activity_rules"] == meta["activity_rules"]
-    assert "Do not edit the code under review. Findings describe changes; they do not make them." in meta[
-        "activity_rules"]
-    assert "Quote file paths relative to the repository root, with line numbers where they exist." in meta[
-        "activity_rules"]
+    assert (
+        "Do not edit the code under review. Findings describe changes; they do not make them." in meta["activity_rules"]
+    )
+    assert (
+        "Quote file paths relative to the repository root, with line numbers where they exist."
+        in meta["activity_rules"]
+    )
 
     assert "workflow-engine::activity-worker" in head["techniques"]
     assert "review::cite-evidence" in head["techniques"]  # techniques.activity of code-review
@@ -116,8 +119,10 @@ def test_worker_load(mcp: McpProcess) -> None:
     head2, body2 = _halves(again)
     assert again.meta["dispatch"] == "resume"
     assert head2["bundle_note"]
-    assert all(value["delivery"] == "unchanged" and HEX16.match(value["content_hash"])
-               for value in head2["techniques"].values())
+    assert all(
+        value["delivery"] == "unchanged" and HEX16.match(value["content_hash"])
+        for value in head2["techniques"].values()
+    )
     assert head2["rules"]["delivery"] == "unchanged" and body2["activity_rules"]["delivery"] == "unchanged"
     assert "inputs" in head2["step_techniques"]["collect-changes"]  # fresh mode: step techniques stay full
     assert len(again.text) < len(reply.text)
@@ -187,10 +192,16 @@ def test_get_technique_cases(mcp: McpProcess) -> None:
     state = _file(folder)
     assert state["currentTechnique"] == "review::scope-change"
     fetches = [e["data"] for e in state["history"] if e["type"] == "technique_fetched"]
-    assert fetches[-1] == {"techniqueId": "review::scope-change", "stepId": "collect-changes", "agentId": "w1",
-                           "chars": len(step.text), "delivery": "full"}
+    assert fetches[-1] == {
+        "techniqueId": "review::scope-change",
+        "stepId": "collect-changes",
+        "agentId": "w1",
+        "chars": len(step.text),
+        "delivery": "full",
+    }
     assert [e["data"] for e in state["history"] if e["type"] == "step_started"] == [
-        {"stepId": "collect-changes", "agentId": "w1"}]
+        {"stepId": "collect-changes", "agentId": "w1"}
+    ]
     announced = [e for e in state["history"] if e["type"] == "activity_dispatched"]
     assert [(e["activity"], e["data"]) for e in announced] == [("scope-review", {"agentId": "w1", "dispatch": "fresh"})]
 
@@ -207,8 +218,12 @@ def test_get_resource(mcp: McpProcess) -> None:
     index, folder = _at(mcp, "code-review", "scope-review", "res")
     reply = mcp.ok("get_resource", session_index=index, resource_id="review-checklist#depth-levels", agent_id="w")
     header, _, body = reply.text.partition("\n\n")
-    assert header.splitlines() == ["resource_id: review-checklist#depth-levels", "id: review-checklist",
-                                   "version: 1.0.0", f"session_index: {index}"]
+    assert header.splitlines() == [
+        "resource_id: review-checklist#depth-levels",
+        "id: review-checklist",
+        "version: 1.0.0",
+        f"session_index: {index}",
+    ]
     assert body.startswith("## Depth Levels") and "### Standard" in body and "## Severity Levels" not in body
     assert reply.meta["delivery"] == "full"
     boot = mcp.ok("get_resource", session_index=index, resource_id="meta/bootstrap-protocol")
@@ -217,10 +232,15 @@ def test_get_resource(mcp: McpProcess) -> None:
     bad_anchor = mcp.err("get_resource", session_index=index, resource_id="review-checklist#nope")
     assert "Section '#nope' not found" in bad_anchor
     assert "Resource not found: nope in workflow code-review" in mcp.err(
-        "get_resource", session_index=index, resource_id="nope")
+        "get_resource", session_index=index, resource_id="nope"
+    )
     fetched = [e["data"] for e in _events(folder, "resource_fetched")]
-    assert fetched[0] == {"resourceId": "review-checklist#depth-levels", "agentId": "w", "chars": len(reply.text),
-                          "delivery": "full"}
+    assert fetched[0] == {
+        "resourceId": "review-checklist#depth-levels",
+        "agentId": "w",
+        "chars": len(reply.text),
+        "delivery": "full",
+    }
     assert fetched[1]["agentId"] == "orchestrator"
 
 
@@ -245,8 +265,12 @@ def test_reference_delivery_ledger(mcp: McpProcess) -> None:
     assert "## Correctness" not in again.text
     section = mcp.ok("get_resource", session_index=index, resource_id="review-checklist#tests", agent_id="w")
     assert section.meta["delivery"] == "full" and section.text.split("\n\n", 1)[1].startswith("## Tests")
-    assert mcp.ok("get_resource", session_index=index, resource_id="review-checklist", agent_id="w",
-                  full=True).meta["delivery"] == "full"
+    assert (
+        mcp.ok("get_resource", session_index=index, resource_id="review-checklist", agent_id="w", full=True).meta[
+            "delivery"
+        ]
+        == "full"
+    )
 
     # one hash for bundled entries and get_technique: a fresh scope bundles, then its fetch is a marker
     loaded = mcp.ok("get_activity", session_index=index, context_tokens=200_000, agent_id="w2")
@@ -274,8 +298,10 @@ def test_reference_delivery_ledger(mcp: McpProcess) -> None:
     plain, plain_folder = _at(mcp, "code-review", "scope-review", "ledger-fresh")
     mcp.ok("get_technique", session_index=plain, step_id="collect-changes")
     assert mcp.ok("get_technique", session_index=plain, step_id="collect-changes").meta["delivery"] == "full"
-    assert mcp.ok("get_technique", session_index=plain, step_id="collect-changes",
-                  bundle="reference").meta["delivery"] == "unchanged"
+    assert (
+        mcp.ok("get_technique", session_index=plain, step_id="collect-changes", bundle="reference").meta["delivery"]
+        == "unchanged"
+    )
     assert "technique:review::scope-change" in _file(plain_folder)["deliveredContent"]["orchestrator"]
 
 
@@ -323,11 +349,19 @@ def test_batch_bound(mcp: McpProcess) -> None:
     assert len(refusals) == 1 and refusals[0]["activity"] == "report"
     assert refusals[0]["data"]["agentId"] == "wb" and refusals[0]["data"]["limit"] == "activity_cap"
     assert [e["activity"] for e in _events(folder, "activity_dispatched") if e["data"]["agentId"] == "wb"] == [
-        "scope-review", "read-changes", "assess", "assess"]
+        "scope-review",
+        "read-changes",
+        "assess",
+        "assess",
+    ]
 
     own = mcp.ok("get_activity", session_index=index, context_tokens=1_000_000)
-    assert own.meta["batch"] == {"activities": 1, "delivered_chars": len(own.text), "may_continue": True,
-                                 "bounded": False}
+    assert own.meta["batch"] == {
+        "activities": 1,
+        "delivered_chars": len(own.text),
+        "may_continue": True,
+        "bounded": False,
+    }
     fresh = mcp.ok("get_activity", session_index=index, context_tokens=1_000_000, agent_id="wc")
     assert fresh.meta["batch"]["may_continue"] is True and fresh.meta["dispatch"] == "fresh"
 
@@ -336,8 +370,11 @@ def test_checkpoint_lock(mcp: McpProcess) -> None:
     index, folder = _at(mcp, "code-review", "scope-review", "lock")
     mcp.ok("yield_checkpoint", session_index=index, checkpoint_id="confirm-scope")
     seq = _file(folder)["seq"]
-    for tool, args in (("get_activity", {"context_tokens": 1000}), ("get_technique", {"step_id": "collect-changes"}),
-                       ("get_resource", {"resource_id": "review-checklist"})):
+    for tool, args in (
+        ("get_activity", {"context_tokens": 1000}),
+        ("get_technique", {"step_id": "collect-changes"}),
+        ("get_resource", {"resource_id": "review-checklist"}),
+    ):
         assert "Active checkpoint" in mcp.err(tool, session_index=index, **args)
     assert _file(folder)["seq"] == seq
 
@@ -361,14 +398,23 @@ def edited(tmp_path_factory: pytest.TempPathFactory) -> InProcess:
     raw = yaml.safe_load((cr / "activities" / "01-scope-review.yaml").read_text())
     raw["bundleTechniques"] = {"maxChars": 100}
     (cr / "activities" / "01-scope-review.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
-    _edit(cr / "techniques" / "review" / "assess-findings.md", "## Outputs",
-          "### mystery_input\n\nNothing supplies this.\n\n## Outputs")
-    _edit(cr / "techniques" / "review" / "assess-findings.md", "## Protocol\n",
-          "## Protocol\n\n0. Read the [missing guide](../../resources/no-such-guide.md#part).\n")
-    _edit(cr / "activities" / "04-report.yaml", "  - kind: checkpoint\n    id: publish-report",
-          "  - kind: technique\n    id: write-report-again\n    technique:\n      name: review::write-report\n"
-          "      inputs:\n        verdict: review_verdict\n        corrections: reviewer_notes\n"
-          "  - kind: checkpoint\n    id: publish-report")
+    _edit(
+        cr / "techniques" / "review" / "assess-findings.md",
+        "## Outputs",
+        "### mystery_input\n\nNothing supplies this.\n\n## Outputs",
+    )
+    _edit(
+        cr / "techniques" / "review" / "assess-findings.md",
+        "## Protocol\n",
+        "## Protocol\n\n0. Read the [missing guide](../../resources/no-such-guide.md#part).\n",
+    )
+    _edit(
+        cr / "activities" / "04-report.yaml",
+        "  - kind: checkpoint\n    id: publish-report",
+        "  - kind: technique\n    id: write-report-again\n    technique:\n      name: review::write-report\n"
+        "      inputs:\n        verdict: review_verdict\n        corrections: reviewer_notes\n"
+        "  - kind: checkpoint\n    id: publish-report",
+    )
     bug = corpus / "bug-fix" / "workflow.yaml"
     _edit(bug, "techniques:\n  workflow:\n    - fix-plan\n", "")
     return InProcess(root / "server", corpus, controlled_clock=False)

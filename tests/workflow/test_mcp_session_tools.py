@@ -125,9 +125,7 @@ def test_parameters_are_validated_before_the_handler(mcp: McpProcess) -> None:
     )
     assert "expected string" in mcp.err("next_activity", session_index="AAAAAA", activity_id=5)
     assert "not one of" in mcp.err("inspect_session", session_index="AAAAAA", view="bogus")
-    assert "must be > 0" in mcp.err(
-        "next_activity", session_index="AAAAAA", activity_id="x", context_tokens=0
-    )
+    assert "must be > 0" in mcp.err("next_activity", session_index="AAAAAA", activity_id="x", context_tokens=0)
     assert "Missing required parameter 'step_manifest[0].output'" in mcp.err(
         "next_activity", session_index="AAAAAA", activity_id="x", step_manifest=[{"step_id": "a"}]
     )
@@ -255,8 +253,10 @@ def test_promotion_onto_an_occupied_folder_writes_nothing(mcp: McpProcess) -> No
     before = set(transients(mcp))
     meta_index = mcp.ok("start_session", user_request="another").parsed["session_index"]
     (tmp,) = set(transients(mcp)) - before
-    snapshot = {p: p.read_bytes() for p in (occupied / "session.json", occupied / ".session-token",
-                                             tmp / "session.json", tmp / ".session-token")}
+    snapshot = {
+        p: p.read_bytes()
+        for p in (occupied / "session.json", occupied / ".session-token", tmp / "session.json", tmp / ".session-token")
+    }
 
     text = mcp.err("dispatch_child", session_index=meta_index, workflow_id="bug-fix", planning_slug="acc-19")
     assert text.startswith("FOLDER_OCCUPIED")
@@ -281,8 +281,9 @@ def test_parent_chain_deeper_than_five_warns(mcp: McpProcess) -> None:
 def test_working_directory_derives_repo_planning_root_and_bag(mcp: McpProcess) -> None:
     checkout = make_checkout(mcp.root / "p" / "widgets", "git@github.com:acme/widgets.git")
     (checkout / "src").mkdir()
-    reply = mcp.ok("start_session", workflow_id="bug-fix", working_directory=str(checkout / "src"),
-                   user_request="add export")
+    reply = mcp.ok(
+        "start_session", workflow_id="bug-fix", working_directory=str(checkout / "src"), user_request="add export"
+    )
     root = checkout / ".engineering" / "artifacts" / "planning"
     assert reply.parsed["planning_folder_path"] == str(root / f"{TODAY}-bug-fix")
     assert reply.parsed["repo"] == "acme/widgets" and reply.parsed["execution_path"] == "agent"
@@ -295,10 +296,13 @@ def test_working_directory_derives_repo_planning_root_and_bag(mcp: McpProcess) -
 
     again = mcp.ok("start_session", workflow_id="bug-fix", working_directory=str(checkout)).parsed
     assert again["planning_folder_path"] == str(root / f"{TODAY}-bug-fix-2")
-    assert "REPO_MISMATCH" in mcp.err("start_session", workflow_id="bug-fix", working_directory=str(checkout),
-                                      repo="other/thing")
+    assert "REPO_MISMATCH" in mcp.err(
+        "start_session", workflow_id="bug-fix", working_directory=str(checkout), repo="other/thing"
+    )
     assert "PLANNING_FOLDER_OUTSIDE_ROOT" in mcp.err(
-        "start_session", workflow_id="bug-fix", working_directory=str(checkout),
+        "start_session",
+        workflow_id="bug-fix",
+        working_directory=str(checkout),
         planning_folder=str(mcp.root / "x" / "y"),
     )
     assert "must be an absolute path" in mcp.err("start_session", workflow_id="bug-fix", working_directory="p/w")
@@ -307,8 +311,10 @@ def test_working_directory_derives_repo_planning_root_and_bag(mcp: McpProcess) -
 def test_working_directory_must_lie_under_a_configured_root(mcp: McpProcess, tmp_path: Path) -> None:
     outside = make_checkout(tmp_path / "elsewhere" / "widgets", "git@github.com:acme/widgets.git")
     missing = tmp_path / "elsewhere" / "no-such-checkout"
-    texts = [mcp.err("start_session", workflow_id="bug-fix", working_directory=str(path))
-             for path in (outside, missing, tmp_path / "elsewhere" / "file.txt")]
+    texts = [
+        mcp.err("start_session", workflow_id="bug-fix", working_directory=str(path))
+        for path in (outside, missing, tmp_path / "elsewhere" / "file.txt")
+    ]
     for text, path in zip(texts, (outside, missing, tmp_path / "elsewhere" / "file.txt"), strict=True):
         assert text.startswith("PATH_OUTSIDE_ROOT: ") and "WORKFLOW_SERVER_WORKING_ROOTS" in text
         assert text.replace(str(path), "<path>") == texts[0].replace(str(outside), "<path>")  # existence not told
@@ -317,7 +323,8 @@ def test_working_directory_must_lie_under_a_configured_root(mcp: McpProcess, tmp
     link = mcp.root / "p" / "sneaky"
     link.symlink_to(outside)
     assert mcp.err("start_session", workflow_id="bug-fix", working_directory=str(link)).startswith(
-        "PATH_OUTSIDE_ROOT: ")
+        "PATH_OUTSIDE_ROOT: "
+    )
     assert not (outside / ".engineering").exists()
 
 
@@ -362,10 +369,22 @@ def test_a_group_readable_key_stops_the_server_naming_the_fix(tmp_path: Path) ->
     keys.mkdir()
     (keys / "secret").write_bytes(os.urandom(32))
     (keys / "secret").chmod(0o640)
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO / "src"),
-           "WORKFLOW_WORKSPACE": str(tmp_path), "WORKFLOW_SERVER_KEY_DIR": str(keys)}
-    done = subprocess.run([sys.executable, "-m", "orchestrator", "mcp"], env=env, cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(REPO / "src"),
+        "WORKFLOW_WORKSPACE": str(tmp_path),
+        "WORKFLOW_SERVER_KEY_DIR": str(keys),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "mcp"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 2 and f"chmod 600 {keys / 'secret'}" in done.stderr and done.stdout == ""
 
 
@@ -401,8 +420,13 @@ def test_durable_meta_start_opens_its_client_or_answers_a_decision(mcp: McpProce
     _, summary = mcp.ok("get_workflow", session_index=client["session_index"]).parsed
     assert summary["id"] == "bug-fix"
 
-    pinned = mcp.ok("start_session", working_directory=str(checkout), target_workflow_id="code-review",
-                    user_request="resume the review", fresh=True).parsed
+    pinned = mcp.ok(
+        "start_session",
+        working_directory=str(checkout),
+        target_workflow_id="code-review",
+        user_request="resume the review",
+        fresh=True,
+    ).parsed
     assert pinned["client"]["workflow_id"] == "code-review"
 
 
@@ -444,9 +468,16 @@ def test_next_activity_first_move_errors_and_token(mcp: McpProcess) -> None:
     state = session_json(folder)
     assert state["currentActivity"] == "diagnose" and history_types(state)[-1] == "activity_entered"
 
-    ok = mcp.ok("next_activity", session_index=index, activity_id="fix", returning_activity_id="diagnose",
-                step_manifest=[{"step_id": "narrow-down", "output": "cause found"},
-                               {"step_id": "confirm-fix-plan", "output": "proceed"}])
+    ok = mcp.ok(
+        "next_activity",
+        session_index=index,
+        activity_id="fix",
+        returning_activity_id="diagnose",
+        step_manifest=[
+            {"step_id": "narrow-down", "output": "cause found"},
+            {"step_id": "confirm-fix-plan", "output": "proceed"},
+        ],
+    )
     assert ok.parsed["name"] == "Fix the Bug"
 
 
@@ -500,10 +531,13 @@ def test_next_activity_manifest_and_variable_warnings(mcp: McpProcess) -> None:
 def test_next_activity_condition_activity_manifest_and_artifacts(mcp: McpProcess) -> None:
     index, folder = start(mcp, workflow_id="bug-fix")
     mcp.ok("next_activity", session_index=index, activity_id="verify")
-    reply = mcp.ok("next_activity", session_index=index, activity_id="assess", transition_condition="default",
-                   step_manifest=[])
-    assert any("requires condition 'tests_passing == true' but 'default' was claimed" in w
-               for w in reply.meta["validation"]["warnings"])
+    reply = mcp.ok(
+        "next_activity", session_index=index, activity_id="assess", transition_condition="default", step_manifest=[]
+    )
+    assert any(
+        "requires condition 'tests_passing == true' but 'default' was claimed" in w
+        for w in reply.meta["validation"]["warnings"]
+    )
     reply = mcp.ok("next_activity", session_index=index, activity_id="report", exit="checkpoint:x:y", step_manifest=[])
     assert any("is the default exit" in w for w in reply.meta["validation"]["warnings"])
 
@@ -570,12 +604,17 @@ def test_active_checkpoint_locks_navigation_but_not_status(mcp: McpProcess) -> N
     mcp.ok("next_activity", session_index=index, activity_id="reproduce")
 
     def gate(top: SessionFile) -> SessionFile:
-        answered = new_history("checkpoint_response", activity="reproduce", checkpoint="cannot-reproduce",
-                               data={"optionId": "diagnose-anyway"})
+        answered = new_history(
+            "checkpoint_response",
+            activity="reproduce",
+            checkpoint="cannot-reproduce",
+            data={"optionId": "diagnose-anyway"},
+        )
         return msgspec.structs.replace(
             top,
-            active_checkpoint=ActiveCheckpoint(checkpoint_id="cannot-reproduce", activity_id="reproduce",
-                                               yielded_at="2026-01-01T00:00:00.000Z"),
+            active_checkpoint=ActiveCheckpoint(
+                checkpoint_id="cannot-reproduce", activity_id="reproduce", yielded_at="2026-01-01T00:00:00.000Z"
+            ),
             history=[*top.history, answered],
         )
 
@@ -596,8 +635,12 @@ def test_hand_edited_session_fails_its_seal_until_restored(mcp: McpProcess) -> N
     index, folder = start(mcp, workflow_id="bug-fix")
     original = (folder / "session.json").read_bytes()
     (folder / "session.json").write_bytes(original.replace(b'"fix_attempts": 0', b'"fix_attempts": 7'))
-    for tool, args in [("get_workflow_status", {}), ("get_workflow", {}), ("inspect_session", {}),
-                       ("next_activity", {"activity_id": "reproduce"})]:
+    for tool, args in [
+        ("get_workflow_status", {}),
+        ("get_workflow", {}),
+        ("inspect_session", {}),
+        ("next_activity", {"activity_id": "reproduce"}),
+    ]:
         assert "SEAL_MISMATCH" in mcp.err(tool, session_index=index, **args), tool
     assert "SEAL_MISMATCH" in mcp.err("start_session", planning_folder=str(folder))
     (folder / "session.json").write_bytes(original)
@@ -610,8 +653,13 @@ def test_hand_edited_session_fails_its_seal_until_restored(mcp: McpProcess) -> N
 def test_inspect_session_views(mcp: McpProcess) -> None:
     index, folder = start(mcp, workflow_id="bug-fix", user_request="crash")
     mcp.ok("next_activity", session_index=index, activity_id="reproduce")
-    mcp.ok("next_activity", session_index=index, activity_id="diagnose", step_manifest=[],
-           activity_manifest=[{"activity_id": "reproduce", "outcome": "seen"}])
+    mcp.ok(
+        "next_activity",
+        session_index=index,
+        activity_id="diagnose",
+        step_manifest=[],
+        activity_manifest=[{"activity_id": "reproduce", "outcome": "seen"}],
+    )
     child = mcp.ok("dispatch_child", session_index=index, workflow_id="code-review").parsed["session_index"]
 
     reply = mcp.ok("inspect_session", session_index=index)
@@ -645,11 +693,23 @@ def test_inspect_session_views(mcp: McpProcess) -> None:
 
 def test_record_usage_and_the_usage_view(mcp: McpProcess) -> None:
     index, _ = start(mcp, workflow_id="code-review")
-    first = mcp.ok("record_usage", session_index=index, activity="scope-review",
-                   usage={"input_tokens": 100, "output_tokens": 50}, basis="delta", agent_id="w1")
+    first = mcp.ok(
+        "record_usage",
+        session_index=index,
+        activity="scope-review",
+        usage={"input_tokens": 100, "output_tokens": 50},
+        basis="delta",
+        agent_id="w1",
+    )
     assert first.parsed["status"] == "recorded" and first.parsed["usage_events"] == 1
-    mcp.ok("record_usage", session_index=index, activity="scope-review", usage={"total_tokens": 900},
-           basis="cumulative", agent_id="w1")
+    mcp.ok(
+        "record_usage",
+        session_index=index,
+        activity="scope-review",
+        usage={"total_tokens": 900},
+        basis="cumulative",
+        agent_id="w1",
+    )
     assert "InvalidParams" in mcp.err("record_usage", session_index=index, activity="x", usage={})
     usage = mcp.ok("inspect_session", session_index=index, view="usage").parsed
     assert usage["totals"] == {"input_tokens": 100, "output_tokens": 50}
@@ -733,8 +793,10 @@ def test_own_corpus_load_errors_and_version_drift(spawn_mcp: Callable[..., McpPr
     assert mcp.ok("next_activity", session_index=index, activity_id="one").meta["validation"]["status"] == "valid"
     _write_corpus(corpus, version="1.1.0", extra_var=True)
     reply = mcp.ok("get_workflow", session_index=index)
-    assert any("session started with v1.0.0 but current definition is v1.1.0" in w
-               for w in reply.meta["validation"]["warnings"])
+    assert any(
+        "session started with v1.0.0 but current definition is v1.1.0" in w
+        for w in reply.meta["validation"]["warnings"]
+    )
     assert "alpha_level" not in session_json(folder)["variables"]
     mcp.ok("start_session", planning_folder=str(folder))
     state = session_json(folder)
@@ -748,8 +810,11 @@ def test_own_corpus_load_errors_and_version_drift(spawn_mcp: Callable[..., McpPr
 @pytest.mark.parametrize(
     ("args", "env", "needle"),
     [
-        (["--transport", "http", "--host", "0.0.0.0", "--port", "0"], {"WORKFLOW_WORKSPACE": "/tmp"},
-         "set WORKFLOW_SERVER_TOKEN"),
+        (
+            ["--transport", "http", "--host", "0.0.0.0", "--port", "0"],
+            {"WORKFLOW_WORKSPACE": "/tmp"},
+            "set WORKFLOW_SERVER_TOKEN",
+        ),
         (["--transport", "smoke"], {"WORKFLOW_WORKSPACE": "/tmp"}, "invalid choice"),
         (["--repo", "not a repo"], {}, "--repo"),
     ],
@@ -758,7 +823,12 @@ def test_cli_config_errors_exit_2(args: list[str], env: dict[str, str], needle: 
     full_env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO / "src"), **env}
     done = subprocess.run(
         [sys.executable, "-m", "orchestrator", "mcp", *args],
-        env=full_env, cwd=tmp_path, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        env=full_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2
     assert needle in done.stderr and done.stdout == ""

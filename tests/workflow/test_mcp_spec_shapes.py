@@ -65,8 +65,13 @@ def test_undeclared_files_warn_on_every_transition(mcp: McpProcess) -> None:
     warnings = reply.meta["validation"]["warnings"]
     assert any("not declared as artifacts" in w and "notes.txt" in w for w in warnings), warnings
     assert not any(".hidden" in w or "session.json" in w for w in warnings)
-    declared = mcp.ok("next_activity", session_index=index, activity_id="fix", step_manifest=[],
-                      artifacts_produced=[{"id": "notes", "name": "notes.txt"}])
+    declared = mcp.ok(
+        "next_activity",
+        session_index=index,
+        activity_id="fix",
+        step_manifest=[],
+        artifacts_produced=[{"id": "notes", "name": "notes.txt"}],
+    )
     assert not any("not declared" in w for w in declared.meta["validation"]["warnings"])
 
 
@@ -74,22 +79,40 @@ def test_activity_outcome_once_per_visit_and_progress_on_entered(mcp: McpProcess
     index, folder = start(mcp, workflow_id="bug-fix")
     mcp.ok("next_activity", session_index=index, activity_id="reproduce", progress_published=True)
     outcome = [{"activity_id": "reproduce", "outcome": "seen"}]
-    mcp.ok("next_activity", session_index=index, activity_id="diagnose", step_manifest=[],
-           activity_manifest=outcome, progress_published=False)
-    mcp.ok("next_activity", session_index=index, activity_id="fix", step_manifest=[],
-           activity_manifest=[*outcome, {"activity_id": "diagnose", "outcome": "found"}])
+    mcp.ok(
+        "next_activity",
+        session_index=index,
+        activity_id="diagnose",
+        step_manifest=[],
+        activity_manifest=outcome,
+        progress_published=False,
+    )
+    mcp.ok(
+        "next_activity",
+        session_index=index,
+        activity_id="fix",
+        step_manifest=[],
+        activity_manifest=[*outcome, {"activity_id": "diagnose", "outcome": "found"}],
+    )
     recorded = [(e["activity"], e["data"]["outcome"]) for e in events(folder, "activity_outcome")]
     assert recorded == [("reproduce", "seen"), ("diagnose", "found")]
     published = [(e["activity"], e["data"]["published"]) for e in events(folder, "progress_published")]
     assert published == [("reproduce", True), ("diagnose", False)]
     activities = mcp.ok("inspect_session", session_index=index, view="activities").parsed
-    assert activities["outcomes"] == [{"activity": "reproduce", "outcome": "seen"},
-                                      {"activity": "diagnose", "outcome": "found"}]
+    assert activities["outcomes"] == [
+        {"activity": "reproduce", "outcome": "seen"},
+        {"activity": "diagnose", "outcome": "found"},
+    ]
     assert activities["progress_mark_unpublished"] == ["diagnose"]
     # a revisit is a new visit: its outcome is recorded again
     mcp.ok("next_activity", session_index=index, activity_id="reproduce", step_manifest=[])
-    mcp.ok("next_activity", session_index=index, activity_id="diagnose", step_manifest=[],
-           activity_manifest=[{"activity_id": "reproduce", "outcome": "seen again"}])
+    mcp.ok(
+        "next_activity",
+        session_index=index,
+        activity_id="diagnose",
+        step_manifest=[],
+        activity_manifest=[{"activity_id": "reproduce", "outcome": "seen again"}],
+    )
     assert [e["data"]["outcome"] for e in events(folder, "activity_outcome")][-1] == "seen again"
 
 
@@ -110,15 +133,31 @@ def test_an_outcome_given_in_the_call_that_enters_its_activity_is_recorded_once(
         ("activity_entered", "fix"),
     ]
     # re-entering the activity it leaves: the outcome is the visit's that ends, and the new visit records again
-    mcp.ok("next_activity", session_index=index, activity_id="fix", step_manifest=[],
-           activity_manifest=[{"activity_id": "fix", "outcome": "first try"}])
-    mcp.ok("next_activity", session_index=index, activity_id="verify", step_manifest=[],
-           activity_manifest=[{"activity_id": "fix", "outcome": "second try"}])
-    fixes = [(e["type"], e["data"]["outcome"] if e["type"] == "activity_outcome" else "")
-             for e in session_json(folder)["history"]
-             if e.get("activity") == "fix" and e["type"] in ("activity_entered", "activity_outcome")]
-    assert fixes == [("activity_entered", ""), ("activity_outcome", "first try"), ("activity_entered", ""),
-                     ("activity_outcome", "second try")]
+    mcp.ok(
+        "next_activity",
+        session_index=index,
+        activity_id="fix",
+        step_manifest=[],
+        activity_manifest=[{"activity_id": "fix", "outcome": "first try"}],
+    )
+    mcp.ok(
+        "next_activity",
+        session_index=index,
+        activity_id="verify",
+        step_manifest=[],
+        activity_manifest=[{"activity_id": "fix", "outcome": "second try"}],
+    )
+    fixes = [
+        (e["type"], e["data"]["outcome"] if e["type"] == "activity_outcome" else "")
+        for e in session_json(folder)["history"]
+        if e.get("activity") == "fix" and e["type"] in ("activity_entered", "activity_outcome")
+    ]
+    assert fixes == [
+        ("activity_entered", ""),
+        ("activity_outcome", "first try"),
+        ("activity_entered", ""),
+        ("activity_outcome", "second try"),
+    ]
 
 
 # ------------------------------------------------------------------------------------------ 1
@@ -131,7 +170,9 @@ def test_inspect_views_have_their_own_shape(mcp: McpProcess) -> None:
     assert identity.meta["view"] == "identity"
     assert mcp.ok("inspect_session", session_index=index, view="variables", variable="user_request").parsed == "crash"
     assert mcp.ok("inspect_session", session_index=index, view="variables", variable="nope").parsed == {
-        "variable": "nope", "present": False}
+        "variable": "nope",
+        "present": False,
+    }
     history = mcp.ok("inspect_session", session_index=index, view="history").parsed
     assert set(history) == {"count", "byType", "milestones"}
     assert isinstance(mcp.ok("inspect_session", session_index=index, view="children").parsed, list)
@@ -164,8 +205,30 @@ def check_yaml12(tool: str, text: str) -> int:
     return len(parts)
 
 
-@pytest.mark.parametrize("value", ["08", "8", "1.5", ".5", "1e3", "0x1F", "0o7", "1_000", "true", "False",
-                                   "null", "~", "", "12:30", "2024-01-02", ".inf", "-.INF", ".nan", "+1"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "08",
+        "8",
+        "1.5",
+        ".5",
+        "1e3",
+        "0x1F",
+        "0o7",
+        "1_000",
+        "true",
+        "False",
+        "null",
+        "~",
+        "",
+        "12:30",
+        "2024-01-02",
+        ".inf",
+        "-.INF",
+        ".nan",
+        "+1",
+    ],
+)
 def test_numeric_looking_strings_are_quoted(value: str) -> None:
     assert needs_quotes(value)
     text = to_yaml({"artifactPrefix": value, "list": [value]})
@@ -231,10 +294,13 @@ def _artifact_corpus(root: Path) -> None:
 
     shared = "### report\n\nThe report.\n\n#### artifact\n\n`report.md`\n\n"
     technique(group / "TECHNIQUE.md", shared + "### log\n\nA log.\n\n#### artifact\n\n`group-log.md`\n\n")
-    technique(group / "draft.md", "### draft_report\n\nDraft.\n\n#### artifact\n\n`report.md`\n\n"
-              "#### audience\n\nhuman\n\n")
-    technique(group / "polish.md", "### final\n\nFinal.\n\n#### artifact\n\n`report.md`\n\n"
-              "### notes\n\nNotes.\n\n#### artifact\n\n`notes.md`\n\n")
+    technique(
+        group / "draft.md", "### draft_report\n\nDraft.\n\n#### artifact\n\n`report.md`\n\n#### audience\n\nhuman\n\n"
+    )
+    technique(
+        group / "polish.md",
+        "### final\n\nFinal.\n\n#### artifact\n\n`report.md`\n\n### notes\n\nNotes.\n\n#### artifact\n\n`notes.md`\n\n",
+    )
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -263,8 +329,9 @@ def _legacy_token(payload: dict[str, Any]) -> str:
 def write_legacy_folder(folder: Path, *, state: dict[str, Any], token: dict[str, Any] | None = None) -> None:
     """A planning folder as the older server left it (our own example data)."""
     folder.mkdir(parents=True)
-    (folder / "workflow-state.json").write_text(json.dumps({"startedAt": "2026-03-04T05:06:07.000Z",
-                                                            "state": state}, indent=2))
+    (folder / "workflow-state.json").write_text(
+        json.dumps({"startedAt": "2026-03-04T05:06:07.000Z", "state": state}, indent=2)
+    )
     (folder / "plan.md").write_text("# plan\n")
     if token is not None:
         (folder / ".session-token").write_text(_legacy_token(token) + "\n")
@@ -273,11 +340,17 @@ def write_legacy_folder(folder: Path, *, state: dict[str, Any], token: dict[str,
 def test_legacy_folder_migrates_on_first_touch(mcp: McpProcess) -> None:
     folder = mcp.planning / "legacy-login-bug"
     token = {"wf": "bug-fix", "v": "1.0.0", "sid": "OLD123", "aid": "lead", "act": "diagnose"}
-    write_legacy_folder(folder, token=token, state={
-        "workflowId": "bug-fix", "currentActivity": "diagnose", "completedActivities": ["reproduce"],
-        "variables": {"bug_summary": "login fails", "attempts": 2},
-        "checkpointResponses": {"reproduce-confirm-repro": "yes", "bogus": 7},
-    })
+    write_legacy_folder(
+        folder,
+        token=token,
+        state={
+            "workflowId": "bug-fix",
+            "currentActivity": "diagnose",
+            "completedActivities": ["reproduce"],
+            "variables": {"bug_summary": "login fails", "attempts": 2},
+            "checkpointResponses": {"reproduce-confirm-repro": "yes", "bogus": 7},
+        },
+    )
     old_token = (folder / ".session-token").read_bytes()
     reply = mcp.ok("start_session", planning_folder=str(folder))
     assert reply.parsed["migrated"] is True and reply.parsed["planning_slug"] == "legacy-login-bug"
@@ -287,8 +360,9 @@ def test_legacy_folder_migrates_on_first_touch(mcp: McpProcess) -> None:
     state = json.loads(data)
     assert (state["workflowId"], state["currentActivity"], state["agentId"]) == ("bug-fix", "diagnose", "orchestrator")
     assert state["completedActivities"] == ["reproduce"] and state["variables"]["attempts"] == 2
-    assert state["checkpointResponses"] == {"reproduce-confirm-repro": {"optionId": "yes",
-                                                                         "respondedAt": "1970-01-01T00:00:00.000Z"}}
+    assert state["checkpointResponses"] == {
+        "reproduce-confirm-repro": {"optionId": "yes", "respondedAt": "1970-01-01T00:00:00.000Z"}
+    }
     assert state["startedAt"] == "2026-03-04T05:06:07.000Z"
     assert state["history"][0]["data"] == {"migratedFrom": "workflow-state.json"}
     # nothing lost: the old files are kept beside the new pair

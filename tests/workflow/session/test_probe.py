@@ -8,13 +8,20 @@ from orchestrator.workflow.session.probe import stored_indexes
 
 
 def test_top_level_and_embedded_children_with_their_slots() -> None:
-    data = {"sessionIndex": "AAAAAA", "triggeredWorkflows": [
-        {"state": {"sessionIndex": "BBBBBB", "triggeredWorkflows": [{"state": {"sessionIndex": "CCCCCC"}}]}},
-        {"workflowId": "no-state"},
-        {"state": {"sessionIndex": "DDDDDD"}},
-    ]}
+    data = {
+        "sessionIndex": "AAAAAA",
+        "triggeredWorkflows": [
+            {"state": {"sessionIndex": "BBBBBB", "triggeredWorkflows": [{"state": {"sessionIndex": "CCCCCC"}}]}},
+            {"workflowId": "no-state"},
+            {"state": {"sessionIndex": "DDDDDD"}},
+        ],
+    }
     assert stored_indexes(json.dumps(data).encode()) == [
-        ("AAAAAA", ()), ("BBBBBB", (0,)), ("CCCCCC", (0, 0)), ("DDDDDD", (2,))]
+        ("AAAAAA", ()),
+        ("BBBBBB", (0,)),
+        ("CCCCCC", (0, 0)),
+        ("DDDDDD", (2,)),
+    ]
 
 
 def test_loose_shapes_and_garbage() -> None:

@@ -43,8 +43,14 @@ def test_standing_block_and_exemptions() -> None:
     history = [dispatched("w", "a"), dispatched("w", "b"), dispatched("w", "a")]
     standing = bb.batch_standing(history, "orch", "w", 1000, POLICY)
     assert standing.activities == ("a", "b")
-    assert standing.block() == {"activities": 2, "delivered_chars": 3000, "may_continue": False, "bounded": True,
-                                "max_activities": 3, "budget_chars": 1400}
+    assert standing.block() == {
+        "activities": 2,
+        "delivered_chars": 3000,
+        "may_continue": False,
+        "bounded": True,
+        "max_activities": 3,
+        "budget_chars": 1400,
+    }
     own = bb.batch_standing(history, "w", "w", 1000, POLICY)  # the session's agent is never bounded
     assert own.block() == {"activities": 2, "delivered_chars": 3000, "may_continue": True, "bounded": False}
     empty = bb.batch_standing([], "orch", "new", 1, POLICY)
@@ -65,8 +71,14 @@ def test_refusal_cap_budget_and_held_activity() -> None:
     message = bb.refusal_message("d", "w", refusal)
     assert "Batch full" in message and "NEW agent_id" in message and "cap of 3" in message
     data = refusal.event_data("w")
-    assert data == {"agentId": "w", "limit": "activity_cap", "activities": 3, "chars": 3000, "maxActivities": 3,
-                    "budgetChars": 1_400_000}
+    assert data == {
+        "agentId": "w",
+        "limit": "activity_cap",
+        "activities": 3,
+        "chars": 3000,
+        "maxActivities": 3,
+        "budgetChars": 1_400_000,
+    }
     logged = [event("batch_refused", "d", **data)]
     assert bb.refusal_already_logged(logged, "w", "d", "activity_cap")
     assert not bb.refusal_already_logged(logged, "w", "d", "delivery_budget")

@@ -27,10 +27,12 @@ def test_content_hash_is_16_hex_of_sha256() -> None:
         ("persistent", "reference", True, "full", "reference"),
     ],
 )
-def test_delivery_modes(context_mode: str | None, bundle: str | None, full: bool | None, fetch: str,
-                        activity: str) -> None:
-    state = new_session_file(session_index="AAAAAA", workflow_id="wf", workflow_version="1.0.0",
-                             context_mode=context_mode)
+def test_delivery_modes(
+    context_mode: str | None, bundle: str | None, full: bool | None, fetch: str, activity: str
+) -> None:
+    state = new_session_file(
+        session_index="AAAAAA", workflow_id="wf", workflow_version="1.0.0", context_mode=context_mode
+    )
     assert lg.fetch_mode(state, bundle, full) == fetch
     assert lg.activity_mode(state, bundle) == activity
 

@@ -13,15 +13,31 @@ from orchestrator.workflow.tools import provenance as pv
 
 def _context() -> tuple[pv.ProvenanceContext, Activity]:
     first = activity(LOOPED, id="one")
-    second = activity([
-        {"kind": "technique", "id": "use", "technique": {
-            "name": "t9", "inputs": {"lit": 5, "tok": "{result}", "tmpl": "x {nope} {item}", "ren": "result",
-                                     "word": "standard", "gap": "{ghost}"},
-            "outputs": {"o1": "stored"}}},
-        {"kind": "technique", "id": "tail", "technique": {"name": "t8", "outputs": {"late": "late_var"}}},
-    ], id="two")
-    ctx = pv.scan_producers([first, second], ("declared_only", "late_var"),
-                            lambda a, s: ("out", "own") if s.id == "first" else ())
+    second = activity(
+        [
+            {
+                "kind": "technique",
+                "id": "use",
+                "technique": {
+                    "name": "t9",
+                    "inputs": {
+                        "lit": 5,
+                        "tok": "{result}",
+                        "tmpl": "x {nope} {item}",
+                        "ren": "result",
+                        "word": "standard",
+                        "gap": "{ghost}",
+                    },
+                    "outputs": {"o1": "stored"},
+                },
+            },
+            {"kind": "technique", "id": "tail", "technique": {"name": "t8", "outputs": {"late": "late_var"}}},
+        ],
+        id="two",
+    )
+    ctx = pv.scan_producers(
+        [first, second], ("declared_only", "late_var"), lambda a, s: ("out", "own") if s.id == "first" else ()
+    )
     return ctx, second
 
 
@@ -30,8 +46,15 @@ def test_scan_producers_positions_and_vias() -> None:
     assert ctx.position("one", "first") == 0 and ctx.position("one", "inner") == 2
     assert ctx.position("two", "use") == 6 and ctx.position("two", "nope") is None
     vias = {(p.name, p.via) for p in ctx.producers}
-    assert {("result", "remap"), ("own", "output"), ("item", "loop"), ("flag.sub", "action"),
-            ("picked", "checkpoint"), ("reply", "reply"), ("stored", "remap")} <= vias
+    assert {
+        ("result", "remap"),
+        ("own", "output"),
+        ("item", "loop"),
+        ("flag.sub", "action"),
+        ("picked", "checkpoint"),
+        ("reply", "reply"),
+        ("stored", "remap"),
+    } <= vias
     assert ("out", "output") not in vias  # remapped away
 
 
@@ -67,8 +90,10 @@ def test_input_sources() -> None:
     assert nothing.kind == "unresolved"
     first_pos = ctx.position("one", "first")
     assert first_pos is not None
-    assert pv.input_source("stored", ctx, first_pos, None, has_default=False, optional=False,
-                           inherited=False).kind == "later"
+    assert (
+        pv.input_source("stored", ctx, first_pos, None, has_default=False, optional=False, inherited=False).kind
+        == "later"
+    )
 
 
 def test_annotate_payload() -> None:
@@ -76,16 +101,20 @@ def test_annotate_payload() -> None:
     binding = second.steps[0].technique
     assert isinstance(binding, TechniqueBinding)
     payload = {
-        "id": "t9", "version": "1.0.0", "capability": "Do it.",
+        "id": "t9",
+        "version": "1.0.0",
+        "capability": "Do it.",
         "inputs": [{"id": "lit"}, {"id": "stranger", "description": "x"}],
         "protocol": [{"steps": ["go"]}],
         "outputs": [{"id": "o1"}, {"id": "o2"}],
         "inherits": ["wf"],
-        "contracts": {"wf": {"inputs": [{"id": "declared_only"}, {"id": "late_var"}, {"id": "tok"}],
-                             "outputs": [{"id": "o1"}]}},
+        "contracts": {
+            "wf": {"inputs": [{"id": "declared_only"}, {"id": "late_var"}, {"id": "tok"}], "outputs": [{"id": "o1"}]}
+        },
     }
-    out, warnings = pv.annotate(payload, ctx=ctx, position=6, binding=binding, optional_ids=frozenset(),
-                                technique_id="t9", step_id="use")
+    out, warnings = pv.annotate(
+        payload, ctx=ctx, position=6, binding=binding, optional_ids=frozenset(), technique_id="t9", step_id="use"
+    )
     assert list(out)[:4] == ["id", "version", "capability", "provenance_note"]
     assert out["provenance_note"] == pv.PROVENANCE_NOTE
     assert out["inputs"][0]["source"] == "step binding: literal 5"
@@ -97,7 +126,8 @@ def test_annotate_payload() -> None:
     assert inherited[2]["source"].startswith("step binding")
     assert out["contracts"]["wf"]["outputs"] == [{"id": "o1", "destination": "stored"}]
     assert warnings == ["Input 'stranger' of technique 't9' is UNRESOLVED at step 'use'"]
-    again, _ = pv.annotate(payload, ctx=ctx, position=6, binding=binding, optional_ids=frozenset(),
-                           technique_id="t9", step_id="use")
+    again, _ = pv.annotate(
+        payload, ctx=ctx, position=6, binding=binding, optional_ids=frozenset(), technique_id="t9", step_id="use"
+    )
     assert lg.block_hash(again) == lg.block_hash(out)  # deterministic
     assert payload["inputs"] == [{"id": "lit"}, {"id": "stranger", "description": "x"}]  # input untouched

@@ -95,12 +95,14 @@ def legacy_session(
         envelope = msgspec.json.decode(envelope_bytes)
     except msgspec.DecodeError as exc:
         raise SessionStoreError(
-            "MIGRATION_FAILED", f"legacy {where} is not valid JSON ({exc}); it was left untouched. Restore it "
+            "MIGRATION_FAILED",
+            f"legacy {where} is not valid JSON ({exc}); it was left untouched. Restore it "
             "from a backup, or move it aside and start a new session.",
         ) from None
     if not isinstance(envelope, dict):
         raise SessionStoreError(
-            "MIGRATION_FAILED", f"legacy {where} is not a JSON object; it was left untouched. Restore it from a "
+            "MIGRATION_FAILED",
+            f"legacy {where} is not a JSON object; it was left untouched. Restore it from a "
             "backup, or move it aside and start a new session.",
         )
     state = envelope.get("state") if isinstance(envelope.get("state"), dict) else {}
@@ -109,7 +111,8 @@ def legacy_session(
     workflow_id = _text(state.get("workflowId")) or _text(payload.get("wf"))
     if workflow_id is None:
         raise SessionStoreError(
-            "MIGRATION_FAILED", f"legacy {where} names no workflow (state.workflowId) and its token carries "
+            "MIGRATION_FAILED",
+            f"legacy {where} names no workflow (state.workflowId) and its token carries "
             "none; it was left untouched. Start a new session for this folder.",
         )
     version = _text(state.get("workflowVersion")) or _text(payload.get("v")) or "0.0.0"

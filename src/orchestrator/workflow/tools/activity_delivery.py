@@ -150,10 +150,17 @@ class _Composition:
         rules = bundle.get("rules")
         if rules:
             digest = block_hash(rules)
-            out["rules"] = self._count(collapse(
-                rules, bundle_rules_key(digest), digest,
-                ledger=self.ledger, consult=self.invariants, seen=self.seen, where="rules",
-            ))
+            out["rules"] = self._count(
+                collapse(
+                    rules,
+                    bundle_rules_key(digest),
+                    digest,
+                    ledger=self.ledger,
+                    consult=self.invariants,
+                    seen=self.seen,
+                    where="rules",
+                )
+            )
         if bundle.get("unresolved"):
             out["unresolved"] = list(bundle["unresolved"])
         return out
@@ -186,8 +193,11 @@ class _Composition:
             in_ledger = self.reference and self.ledger.holds(key, composed.digest)
             earlier = None if in_ledger else self.seen.earlier(key, composed.digest)
             decision = bundle_decision(
-                len(composed.text), max_chars=max_chars, held=in_ledger or earlier is not None,
-                tally=tally, budget=budget,
+                len(composed.text),
+                max_chars=max_chars,
+                held=in_ledger or earlier is not None,
+                tally=tally,
+                budget=budget,
             )
             if decision == "skip":
                 continue
@@ -230,13 +240,21 @@ class _Composition:
         return True
 
     def _bundled_event(self, step_id: str, technique_id: str, chars: int, delivery: str) -> None:
-        self.events.append((
-            "technique_bundled",
-            {"step": step_id, "data": {
-                "techniqueId": technique_id, "stepId": step_id, "agentId": self.scope, "chars": chars,
-                "delivery": delivery,
-            }},
-        ))
+        self.events.append(
+            (
+                "technique_bundled",
+                {
+                    "step": step_id,
+                    "data": {
+                        "techniqueId": technique_id,
+                        "stepId": step_id,
+                        "agentId": self.scope,
+                        "chars": chars,
+                        "delivery": delivery,
+                    },
+                },
+            )
+        )
         already = step_started_before(self.s.state.history, self.activity.id, step_id, self.scope)
         if not already and not any(k == "step_started" and e["step"] == step_id for k, e in self.events):
             self.events.append(("step_started", {"step": step_id, "data": {"stepId": step_id, "agentId": self.scope}}))
@@ -244,10 +262,17 @@ class _Composition:
     def activity_rules(self) -> Any:
         rules = [*self.workflow.rules.activity, *self.workflow.rules.universal]
         digest = block_hash(rules)
-        return self._count(collapse(
-            rules, activity_rules_key(digest), digest,
-            ledger=self.ledger, consult=self.invariants, seen=self.seen, where="activity_rules",
-        ))
+        return self._count(
+            collapse(
+                rules,
+                activity_rules_key(digest),
+                digest,
+                ledger=self.ledger,
+                consult=self.invariants,
+                seen=self.seen,
+                where="activity_rules",
+            )
+        )
 
 
 def _checks(call: McpCall) -> tuple[SessionCall, Activity]:
@@ -255,8 +280,7 @@ def _checks(call: McpCall) -> tuple[SessionCall, Activity]:
     current = s.state.current_activity
     if not current:
         raise WorkflowError(
-            "No current activity: the orchestrator must move the session with next_activity before a worker "
-            "loads one",
+            "No current activity: the orchestrator must move the session with next_activity before a worker loads one",
             code="NoCurrentActivity",
         )
     requested = call.args.get("activity_id")
@@ -323,8 +347,15 @@ def get_activity(call: McpCall) -> McpReply:
     prefix = head_text + SEPARATOR + to_yaml(body) + "\n"
 
     def standing_for(chars: int) -> BatchStanding:
-        return batch_standing(s.state.history, s.state.agent_id, scope, context_tokens, policy,
-                              pending_chars=chars, pending_activity=activity.id)
+        return batch_standing(
+            s.state.history,
+            s.state.agent_id,
+            scope,
+            context_tokens,
+            policy,
+            pending_chars=chars,
+            pending_activity=activity.id,
+        )
 
     standing = standing_for(0)
     text = ""
@@ -365,11 +396,17 @@ def _commit(c: _Composition, activity: Activity, text: str) -> None:
     c.dispatch = dispatch_kind(history, c.scope)
     prior = prior_holder(history, c.scope, activity.id)
     s.reload()
-    s.record("activity_dispatched", activity=activity.id,
-             data={"agentId": c.scope, "dispatch": c.dispatch, "chars": len(text)})
+    s.record(
+        "activity_dispatched",
+        activity=activity.id,
+        data={"agentId": c.scope, "dispatch": c.dispatch, "chars": len(text)},
+    )
     if prior is not None:
-        s.record("activity_redelivered", activity=activity.id,
-                 data={"agentId": c.scope, "priorAgentId": prior, "chars": len(text)})
+        s.record(
+            "activity_redelivered",
+            activity=activity.id,
+            data={"agentId": c.scope, "priorAgentId": prior, "chars": len(text)},
+        )
     for kind, fields in c.events:
         s.record(kind, activity=activity.id, step=fields["step"], data=fields["data"])  # type: ignore[arg-type]
     s.update(delivered_content=merge_ledger(s.state.delivered_content, c.scope, c.ledger.staged))

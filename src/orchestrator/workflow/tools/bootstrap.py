@@ -24,10 +24,55 @@ _WORD = re.compile(r"[a-z0-9]+")
 _BACKTICKED = re.compile(r"`([^`]+)`")
 _STOPWORDS = frozenset(
     {
-        "a", "an", "the", "to", "of", "and", "or", "in", "on", "for", "with", "from", "is", "be", "we", "our", "this",
-        "that", "it", "as", "by", "at", "are", "was", "so", "if", "not", "no", "also", "my", "me", "i", "you",
-        "please", "can", "could", "would", "should", "want", "need", "let", "lets", "do", "does", "new", "some", "any",
-        "workflow", "workflows",
+        "a",
+        "an",
+        "the",
+        "to",
+        "of",
+        "and",
+        "or",
+        "in",
+        "on",
+        "for",
+        "with",
+        "from",
+        "is",
+        "be",
+        "we",
+        "our",
+        "this",
+        "that",
+        "it",
+        "as",
+        "by",
+        "at",
+        "are",
+        "was",
+        "so",
+        "if",
+        "not",
+        "no",
+        "also",
+        "my",
+        "me",
+        "i",
+        "you",
+        "please",
+        "can",
+        "could",
+        "would",
+        "should",
+        "want",
+        "need",
+        "let",
+        "lets",
+        "do",
+        "does",
+        "new",
+        "some",
+        "any",
+        "workflow",
+        "workflows",
     }
 )
 
@@ -42,12 +87,17 @@ def resume_phrases(text: str) -> list[str]:
             title = stripped[3:].strip().lower()
             continue
         words = set(_WORD.findall(title))
-        if not title or words & {"not", "negative", "negatives", "matching"} or not words & {
-            "phrase",
-            "phrases",
-            "affirmative",
-            "vocabulary",
-        }:
+        if (
+            not title
+            or words & {"not", "negative", "negatives", "matching"}
+            or not words
+            & {
+                "phrase",
+                "phrases",
+                "affirmative",
+                "vocabulary",
+            }
+        ):
             continue
         if stripped.startswith("|"):
             phrases.extend(item.strip() for item in _BACKTICKED.findall(stripped))

@@ -134,7 +134,11 @@ def _check_floor(checkpoint_id: str, elapsed: int, floor_seconds: float) -> None
 
 
 def _resolve(
-    mode: Mode, args: Mapping[str, Any], active: ActiveCheckpoint, step: CheckpointStep | None, elapsed: int,
+    mode: Mode,
+    args: Mapping[str, Any],
+    active: ActiveCheckpoint,
+    step: CheckpointStep | None,
+    elapsed: int,
     floor_seconds: float,
 ) -> CheckpointAnswer:
     cp_id = active.checkpoint_id
@@ -182,7 +186,11 @@ def _resolve(
 
 
 def decide(
-    args: Mapping[str, Any], active: ActiveCheckpoint, step: CheckpointStep | None, *, now: float,
+    args: Mapping[str, Any],
+    active: ActiveCheckpoint,
+    step: CheckpointStep | None,
+    *,
+    now: float,
     floor_seconds: float,
 ) -> CheckpointAnswer:
     """Check a respond call against the active gate (``step`` = its declaration, ``None`` for ad hoc).

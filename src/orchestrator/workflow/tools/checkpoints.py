@@ -105,7 +105,9 @@ def _yield(call: McpCall) -> McpReply:
     prior = session.state.checkpoint_responses.get(key)
     if prior is not None:
         session.record(
-            "checkpoint_replayed", activity=activity_id or None, checkpoint=checkpoint_id,
+            "checkpoint_replayed",
+            activity=activity_id or None,
+            checkpoint=checkpoint_id,
             data={"optionId": prior.option_id},
         )
         session.save()
@@ -135,7 +137,9 @@ def _yield(call: McpCall) -> McpReply:
         )
     )
     session.record(
-        "checkpoint_reached", activity=activity_id or None, checkpoint=checkpoint_id,
+        "checkpoint_reached",
+        activity=activity_id or None,
+        checkpoint=checkpoint_id,
         data={"adhoc": True} if adhoc is not None else None,
     )
     session.save()
@@ -210,7 +214,9 @@ def _respond(call: McpCall) -> McpReply:
     responses[key] = CheckpointResponse(option_id=answer.option_id, responded_at=iso_utc(now), effects=stored)
     session.update(active_checkpoint=None, checkpoint_responses=responses)
     session.record(
-        "checkpoint_response", activity=activity or None, checkpoint=active.checkpoint_id,
+        "checkpoint_response",
+        activity=activity or None,
+        checkpoint=active.checkpoint_id,
         data={"optionId": answer.option_id},
     )
     reply_var = effect.record_reply if effect is not None and reply is not None else None

@@ -101,8 +101,7 @@ LIST_WORKFLOWS = ToolSpec(
 )
 HEALTH_CHECK = ToolSpec(
     "health_check",
-    "Quick liveness check: status, server name and version, number of workflows available, uptime. No session "
-    "needed.",
+    "Quick liveness check: status, server name and version, number of workflows available, uptime. No session needed.",
     params(),
     health_check,
 )

@@ -145,7 +145,10 @@ def _get_technique(call: McpCall) -> McpReply:
     key = technique_key(resolved.resolved_id)
     if consult and ledger.holds(key, digest):
         body: dict[str, Any] = {
-            "id": payload["id"], "delivery": "unchanged", "content_hash": digest, "note": TECHNIQUE_UNCHANGED_NOTE,
+            "id": payload["id"],
+            "delivery": "unchanged",
+            "content_hash": digest,
+            "note": TECHNIQUE_UNCHANGED_NOTE,
         }
         delivery = "unchanged"
     else:

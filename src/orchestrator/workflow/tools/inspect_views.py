@@ -208,9 +208,7 @@ def _children(state: SessionFile) -> list[dict[str, Any]]:
     return out
 
 
-def render_view(
-    state: SessionFile, view: str, *, variable: str | None = None, agent_id: str | None = None
-) -> Any:
+def render_view(state: SessionFile, view: str, *, variable: str | None = None, agent_id: str | None = None) -> Any:
     """One view's own projection, or ``{view name: projection}`` of the summary views for ``summary``.
 
     ``variables`` with ``variable`` is that variable's bare value; an unset one is

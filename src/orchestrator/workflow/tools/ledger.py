@@ -212,8 +212,13 @@ def collapse_technique(
     if isinstance(note, str):
         digest = content_hash(note)
         out["provenance_note"] = collapse(
-            note, provenance_note_key(digest), digest,
-            ledger=ledger, consult=consult, seen=seen, where=f"{where}.provenance_note",
+            note,
+            provenance_note_key(digest),
+            digest,
+            ledger=ledger,
+            consult=consult,
+            seen=seen,
+            where=f"{where}.provenance_note",
         )
     blocks = out.get("contracts")
     if isinstance(blocks, Mapping) and blocks:
@@ -221,8 +226,13 @@ def collapse_technique(
         for scope, block in blocks.items():
             digest = block_hash(block)
             collapsed[scope] = collapse(
-                block, contract_key(scope, digest), digest,
-                ledger=ledger, consult=consult, seen=seen, where=f"{where}.contracts.{scope}",
+                block,
+                contract_key(scope, digest),
+                digest,
+                ledger=ledger,
+                consult=consult,
+                seen=seen,
+                where=f"{where}.contracts.{scope}",
             )
         out["contracts"] = collapsed
     return out

@@ -37,9 +37,7 @@ def step_manifest_warnings(activity: Activity, manifest: Sequence[dict[str, Any]
     top_level = [step.id for step in activity.steps]
     known = {flat.step.id for flat in activity.flattened_steps()}
     reported = _ids(manifest)
-    expected = [
-        step.id for step in activity.steps if step.when is None and step.condition is None and step.required
-    ]
+    expected = [step.id for step in activity.steps if step.when is None and step.condition is None and step.required]
     missing = [sid for sid in expected if sid not in reported]
     if missing:
         warnings.append(f"Missing steps in manifest: [{', '.join(missing)}]")
@@ -49,8 +47,9 @@ def step_manifest_warnings(activity: Activity, manifest: Sequence[dict[str, Any]
     got = [sid for sid in dict.fromkeys(reported) if sid in top_level]
     want = [sid for sid in top_level if sid in got]
     if got != want:
-        warnings.append(f"Step order mismatch: the activity orders them [{', '.join(want)}] but the manifest has "
-                        f"[{', '.join(got)}]")
+        warnings.append(
+            f"Step order mismatch: the activity orders them [{', '.join(want)}] but the manifest has [{', '.join(got)}]"
+        )
     for entry in manifest:
         if not str(entry.get("output", "")).strip():
             warnings.append(f"Step '{entry.get('step_id', '')}' has empty output")

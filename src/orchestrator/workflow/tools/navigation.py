@@ -168,9 +168,7 @@ def _validate(s: SessionCall, workflow: Workflow, target: str, target_activity: 
     if not current:
         initial = workflow.initial_activity
         if initial and target != initial:
-            call.warn(
-                f"First activity must be '{initial}' (initialActivity from get_workflow); got '{target}'"
-            )
+            call.warn(f"First activity must be '{initial}' (initialActivity from get_workflow); got '{target}'")
     else:
         call.warn(transition_warning(workflow, current, target))
     previous = workflow.get_activity(current) if current else None

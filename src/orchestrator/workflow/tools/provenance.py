@@ -61,7 +61,15 @@ SEEDED_VARIABLES: frozenset[str] = frozenset(
 
 Via = Literal["output", "remap", "checkpoint", "reply", "action", "loop"]
 SourceKind = Literal[
-    "binding", "prior", "declared", "declared_later", "seeded", "later", "default", "optional", "inherited",
+    "binding",
+    "prior",
+    "declared",
+    "declared_later",
+    "seeded",
+    "later",
+    "default",
+    "optional",
+    "inherited",
     "unresolved",
 ]
 _NOTEWORTHY: frozenset[str] = frozenset({"binding", "later", "declared_later"})
@@ -170,8 +178,9 @@ def _bag_name(name: str, ctx: ProvenanceContext, position: int) -> Source | None
         return Source(_producer_text(prior[-1], False), "prior")
     if root in ctx.declared:
         if later:
-            return Source(f"workflow variable '{root}' (first written later: {_producer_text(later[0], False)})",
-                          "declared_later")
+            return Source(
+                f"workflow variable '{root}' (first written later: {_producer_text(later[0], False)})", "declared_later"
+            )
         return Source(f"workflow variable '{root}'", "declared")
     if root in SEEDED_VARIABLES:
         return Source(f"session variable '{root}' (seeded by the server when the session opens)", "seeded")
@@ -199,13 +208,17 @@ def input_source(
     if has_default:
         return Source("the input's declared default (nothing in this workflow supplies it)", "default")
     if optional:
-        return Source("optional input (nothing in this workflow supplies it; use your working context if it "
-                      "has a value)", "optional")
+        return Source(
+            "optional input (nothing in this workflow supplies it; use your working context if it has a value)",
+            "optional",
+        )
     if inherited:
-        return Source("ambient session context (inherited contract; nothing in this workflow supplies it)",
-                      "inherited")
-    return Source(f"UNRESOLVED: no step binding, workflow variable or earlier step output supplies '{input_id}'",
-                  "unresolved", True)
+        return Source("ambient session context (inherited contract; nothing in this workflow supplies it)", "inherited")
+    return Source(
+        f"UNRESOLVED: no step binding, workflow variable or earlier step output supplies '{input_id}'",
+        "unresolved",
+        True,
+    )
 
 
 def _binding_source(value: Any, ctx: ProvenanceContext, position: int) -> Source:
@@ -215,15 +228,19 @@ def _binding_source(value: Any, ctx: ProvenanceContext, position: int) -> Source
     if exact:
         inner = _bag_name(exact.group(1), ctx, position)
         if inner is None:
-            return Source(f"step binding '{value}': UNRESOLVED, nothing in this workflow supplies "
-                          f"'{exact.group(1)}'", "binding", True)
+            return Source(
+                f"step binding '{value}': UNRESOLVED, nothing in this workflow supplies '{exact.group(1)}'",
+                "binding",
+                True,
+            )
         return Source(f"step binding: {inner.text}", "binding")
     if "{" in value:
         missing = [m.group(1) for m in _TOKEN.finditer(value) if _bag_name(m.group(1), ctx, position) is None]
         if missing:
             names = ", ".join(f"'{{{name}}}'" for name in missing)
-            return Source(f"step binding: template {json.dumps(value)}, UNRESOLVED: nothing supplies {names}",
-                          "binding", True)
+            return Source(
+                f"step binding: template {json.dumps(value)}, UNRESOLVED: nothing supplies {names}", "binding", True
+            )
         return Source(f"step binding: template {json.dumps(value)}", "binding")
     renamed = _bag_name(value, ctx, position) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", value) else None
     if renamed is not None:
@@ -261,8 +278,13 @@ def _annotate_inputs(
             out.append(item)
             continue
         source = input_source(
-            item["id"], ctx, position, binding.inputs if binding is not None else None,
-            has_default=item.get("default") is not None, optional=item["id"] in optional_ids, inherited=inherited,
+            item["id"],
+            ctx,
+            position,
+            binding.inputs if binding is not None else None,
+            has_default=item.get("default") is not None,
+            optional=item["id"] in optional_ids,
+            inherited=inherited,
         )
         if inherited and source.kind not in _NOTEWORTHY:
             out.append(item)
@@ -301,8 +323,13 @@ def annotate(
     """The payload with ``source:``/``destination:`` annotations and ``provenance_note`` (placed right after
     ``capability``), plus the UNRESOLVED warnings for its own inputs."""
     unresolved: list[str] = []
-    common = {"ctx": ctx, "position": position, "binding": binding, "optional_ids": optional_ids,
-              "unresolved": unresolved}
+    common = {
+        "ctx": ctx,
+        "position": position,
+        "binding": binding,
+        "optional_ids": optional_ids,
+        "unresolved": unresolved,
+    }
     out: dict[str, Any] = {}
     for key, value in payload.items():
         if key == "inputs":
