@@ -79,8 +79,17 @@ def test_a_known_value_with_spaces_is_found_across_pieces_too(data: st.DataObjec
     text = data.draw(texts())
     pieces = data.draw(splits(text))
     redactor = Redactor([*VALUES, PASSPHRASE])
-    assert redactor.spaced_reach == len(PASSPHRASE)
+    assert redactor.spaced_values == (PASSPHRASE,)
     assert "".join(_streamed(redactor, pieces)) == redactor.redact(text)
+
+
+def test_a_value_with_spaces_holds_back_only_a_tail_that_could_begin_it() -> None:
+    """A passphrase among the known values delays nothing that could not be its beginning."""
+    redactor = Redactor([PASSPHRASE])
+    first, rest = PASSPHRASE.split(" ", 1)
+    assert _streamed(redactor, ["plain words go out ", "at once "]) == ["plain words go out ", "at once ", ""]
+    out = _streamed(redactor, ["say ", first + " ", rest[:3], rest[3:] + " next "])
+    assert out == ["say ", "", "", "<redacted> next ", ""]
 
 
 def test_a_secret_split_over_deltas_never_comes_out_and_only_the_last_word_waits() -> None:

@@ -137,6 +137,17 @@ def test_a_late_subscriber_first_gets_the_turn_text_streamed_before_it_subscribe
     assert restart.reset and restart.since is not None
 
 
+def test_a_turn_whose_first_tokens_are_still_held_catches_up_as_an_empty_reset() -> None:
+    """The stream redactor sends an attempt's ``reset`` at once, its text possibly empty (its first word is
+    held until it ends): a subscriber arriving then still gets the reset, with when the turn started."""
+    hub = StreamHub()
+    hub.active_run = "run-1"
+    hub.publish(_delta("", reset=True))
+    (message,) = hub.partials.catch_up("run-1")
+    assert (message.role_id, message.text, message.reset) == ("coder-1-2", "", True)
+    assert message.since is not None
+
+
 def test_the_catch_up_is_the_latest_turn_only_restarts_on_reset_and_is_bounded() -> None:
     hub = StreamHub()
     hub.active_run = "run-1"

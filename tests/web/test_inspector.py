@@ -210,7 +210,8 @@ def test_a_page_opened_mid_turn_shows_the_whole_partial_from_its_first_character
     mount(page, run_id)
     # the run view's floating box follows the reasoning's tail: its newest line is the one in view
     expect(page.get_by_test_id("live-partial").locator(".rv-partial-reasoning")).to_contain_text("Thought 6")
-    assert page.evaluate(TAIL_IN_VIEW, "[data-testid=live-partial] .rv-partial-reasoning")
+    # (the box shows once the flow graph has placed it beside the coder's node: wait for that, not a turn)
+    page.wait_for_function(TAIL_IN_VIEW, arg="[data-testid=live-partial] .rv-partial-reasoning")
     page.locator('.fg-node[data-pid="role:coder:1"]').click()
     live = page.get_by_test_id("inspector-live")
     expect(live.locator(".rv-partial-text")).to_contain_text("FIRST-WORDS of the coder")
@@ -218,7 +219,7 @@ def test_a_page_opened_mid_turn_shows_the_whole_partial_from_its_first_character
     expect(reasoning).to_contain_text("Thought 6")
     box = reasoning.bounding_box()
     assert box is not None and box["height"] > 60  # every line, not the first two
-    assert page.evaluate(TAIL_IN_VIEW, "[data-testid=inspector-live] .rv-partial-reasoning")
+    page.wait_for_function(TAIL_IN_VIEW, arg="[data-testid=inspector-live] .rv-partial-reasoning")
     shots.save(page, "inspector-live-mid-turn")
 
     deltas = [f for f in frames if f.get("type") == "delta"]

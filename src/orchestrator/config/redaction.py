@@ -253,10 +253,10 @@ class Redactor:
         return merged
 
     @property
-    def spaced_reach(self) -> int:
-        """The length of the longest known value with whitespace in it (0 when none has): how far back
-        a secret may reach across a space (``StreamRedactor`` holds that much back)."""
-        return max((len(v) for v in self._values if _SPACE.search(v)), default=0)
+    def spaced_values(self) -> tuple[str, ...]:
+        """The known values with whitespace in them (rare: a passphrase), the ones a secret may reach
+        back across a space with (``StreamRedactor`` holds back a tail that could begin one)."""
+        return tuple(v for v in self._values if _SPACE.search(v))
 
     def redact(self, text: str) -> str:
         """``text`` with every known secret and credential shape replaced (the same object when none occurs)."""

@@ -5,8 +5,9 @@ A secret may be split over deltas (``ghp_ab`` + ``cd…``), so a delta cannot be
 
 * secrets and credential shapes hold no whitespace, so it emits up to the last whitespace and holds the
   trailing run of other characters (the latency is one word);
-* a known value that does hold whitespace (a passphrase; rare) may reach back over a space: the last
-  ``Redactor.spaced_reach - 1`` characters are held too;
+* a known value that does hold whitespace (a passphrase; rare) may reach back over a space: a tail that
+  could be the beginning of one (a suffix of the text that is a prefix of the value) is held too, and
+  nothing else for it;
 * a private-key block (the one shape spanning whitespace) is held from its ``-----BEGIN`` until it is
   settled: its footer came, or no footer can come any more (``KEY_REACH``) and its base64 run ended;
 * a cut never falls inside or at the end of a secret found in the held text.
@@ -50,6 +51,18 @@ def _last_space(text: str, before: int) -> int:
     return 0
 
 
+def _could_begin(text: str, value: str) -> int:
+    """Where the earliest suffix of ``text`` that is a proper prefix of ``value`` starts (``len(text)``
+    when none is): an occurrence of ``value`` that the text's next pieces could complete starts there."""
+    first = value[0]
+    start = text.find(first, max(0, len(text) - len(value) + 1))
+    while start >= 0:
+        if value.startswith(text[start:]):
+            return start
+        start = text.find(first, start + 1)
+    return len(text)
+
+
 def _key_settled(text: str, begin: int) -> bool:
     """Whether the private-key match at ``begin`` (a ``-----BEGIN``) is what it will be whatever follows."""
     header = _KEY_HEADER.match(text, begin)
@@ -71,7 +84,7 @@ class StreamRedactor:
 
     def __init__(self, redactor: Redactor) -> None:
         self._redactor = redactor
-        self._spaced = redactor.spaced_reach
+        self._spaced = redactor.spaced_values
         self._chunks: list[str] = []
 
     def feed(self, text: str) -> str:
@@ -97,9 +110,7 @@ class StreamRedactor:
     def _cut(self, text: str) -> tuple[int, list[tuple[int, int]]]:
         """Where ``text`` can be split without a secret (found or still arriving) crossing the split, and
         the secrets found in it (those before the split are the first part's: nothing there changes)."""
-        limit = len(text)
-        if self._spaced:
-            limit = len(text) - self._spaced + 1
+        limit = min((_could_begin(text, value) for value in self._spaced), default=len(text))
         begin = text.find(_BEGIN)
         while 0 <= begin < limit:
             if not _key_settled(text, begin):

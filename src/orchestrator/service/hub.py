@@ -105,7 +105,9 @@ class PartialTexts:
     def catch_up(self, run_id: str) -> list[DeltaMessage]:
         """What a new subscriber to ``run_id`` needs first: the text of the turn streamed last (a run has
         one model turn in flight at a time), as a ``reset`` delta with ``since`` for its first non-empty
-        field and a plain one for the other; nothing for another run or before any token."""
+        field and a plain one for the other — or one empty ``reset`` when its first tokens are still held
+        back (``redaction_stream``: a word waits for its end), so the subscriber still learns that the
+        turn started, and when; nothing for another run or before any token."""
         if run_id != self.run_id or not self._turns:
             return []
         role_id, turn = next(reversed(self._turns.items()))
@@ -124,6 +126,18 @@ class PartialTexts:
                         since=None if out else turn.since,
                     )
                 )
+        if not out:
+            out.append(
+                DeltaMessage(
+                    run_id=run_id,
+                    role_id=role_id,
+                    role=turn.role,
+                    field="content",
+                    text="",
+                    reset=True,
+                    since=turn.since,
+                )
+            )
         return out
 
 
