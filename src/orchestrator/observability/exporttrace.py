@@ -17,9 +17,9 @@ from orchestrator.config.deployment import Deployment
 from orchestrator.engine.runfolder import RUN_ID_PATTERN, TERMINAL_STATUSES, read_meta, runs_root
 from orchestrator.errors import ConfigError
 from orchestrator.observability.config import export_config
+from orchestrator.observability.foldinput import read_fold_events
 from orchestrator.observability.live import run_info
 from orchestrator.observability.spans import fold_spans
-from orchestrator.runlog import read_events
 
 __all__ = ["add_export_trace_arguments", "export_trace", "resolve_run_dir"]
 
@@ -66,7 +66,8 @@ def export_trace(run_dir: Path, deployment: Deployment, env: Mapping[str, str]) 
             f"orchestrator: {run_dir.name} is not finished ({status}); its open spans are sent unfinished",
             file=sys.stderr,
         )
-    spans = fold_spans(run_info(run_dir, deployment), read_events(log), capture_content=config.capture_content)
+    events = read_fold_events(log, capture_content=config.capture_content)
+    spans = fold_spans(run_info(run_dir, deployment), events, capture_content=config.capture_content)
     # A command, not a run: hold every span and wait for one export request's worth of time at least.
     config = dataclasses.replace(
         config,

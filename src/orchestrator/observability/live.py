@@ -28,10 +28,9 @@ from orchestrator.engine.run import DeltaSink, StreamDelta
 from orchestrator.engine.runfolder import read_meta
 from orchestrator.engine.runner import RunServices
 from orchestrator.observability.config import export_config
+from orchestrator.observability.foldinput import event_decoder, read_fold_events
 from orchestrator.observability.spans import RunInfo, SpanData, TraceState, close_open, first_chunk, fold_span
-from orchestrator.runlog import read_events
 from orchestrator.runlog.events import LlmCallStart, RunEvent
-from orchestrator.runlog.reader import decode_line
 
 if TYPE_CHECKING:
     from orchestrator.observability.sink import SpanSink
@@ -77,6 +76,8 @@ class TraceListener:
         self.sink = sink
         #: touched by the sink's thread only, once the first line is handed off
         self.state = TraceState(info, capture_content=sink.capture_content)
+        #: what the fold reads of a line (``foldinput``), as ``export-trace`` decodes the file
+        self.decode = event_decoder(capture_content=sink.capture_content)
         #: set by the fold (the sink's thread) on a fault: this run's export stops
         self.broken = False
         #: set on the run's thread when the hand-off was full: this run's trace ends there
@@ -117,8 +118,8 @@ class TraceListener:
     # --- the sink's thread ---------------------------------------------------------------------------
 
     def fold_line(self, line: bytes) -> list[SpanData]:
-        """One log line, decoded as ``read_events`` decodes the file, folded (``spans.fold_span``)."""
-        event = decode_line(line)
+        """One log line, decoded as ``export-trace`` decodes the file (``foldinput``), folded (``spans.fold_span``)."""
+        event = self.decode(line)
         return [] if event is None else self._guard(lambda: fold_span(self.state, event))
 
     def fold_chunk(self, chunk: tuple[str, int]) -> list[SpanData]:
@@ -174,7 +175,8 @@ def run_info(run_dir: Path, deployment: Deployment) -> RunInfo:
 
 def run_listener(sink: SpanSubmitter, run_dir: Path, settings: Settings) -> TraceListener:
     """The listener for the run in ``run_dir``; its existing log (a resumed run) is folded first."""
-    return TraceListener(sink, run_info(run_dir, settings.deployment), read_events(run_dir / "log.jsonl"))
+    prior = read_fold_events(run_dir / "log.jsonl", capture_content=sink.capture_content)
+    return TraceListener(sink, run_info(run_dir, settings.deployment), prior)
 
 
 def open_sink(env: Mapping[str, str], block: ObservabilityConfig | None) -> SpanSink | None:

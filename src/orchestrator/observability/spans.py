@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgspec
+
 from orchestrator import vocabulary as names
 from orchestrator.flow.outcome import classify_card, classify_tool_result
 from orchestrator.observability import attributes as a
@@ -304,7 +306,9 @@ def _tool_result(s: TraceState, p: Mapping[str, Any], t: int, out: list[SpanData
     kind = p.get("kind")
     span.attributes[a.TOOL_OUTCOME] = kind if isinstance(kind, str) else "unknown"
     result = p.get("result")
-    if isinstance(result, Mapping):
+    if isinstance(result, msgspec.Raw):  # as logged (``foldinput``): its length only, it holds no exit status
+        span.attributes[a.TOOL_RESULT_SIZE] = len(result)
+    elif isinstance(result, Mapping):
         span.attributes[a.TOOL_RESULT_SIZE] = json_size(result)
         if (code := _exit_code(result.get("data"))) is not None:
             span.attributes[a.TOOL_EXIT_CODE] = code
@@ -353,7 +357,8 @@ def _question(s: TraceState, kind: str, p: Mapping[str, Any], t: int) -> None:
 
 
 def fold_span(s: TraceState, event: Mapping[str, Any]) -> list[SpanData]:
-    """Fold one log event (a ``read_events`` dict, or a written event as builtins); the spans it ends."""
+    """Fold one log event (a ``foldinput`` or ``read_events`` dict, or a written event as builtins); the spans
+    it ends."""
     t = timestamp_ns(event.get("timestamp"))
     p = event.get("payload")
     if t is None or not isinstance(p, Mapping) or s.run_ended:
