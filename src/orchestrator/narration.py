@@ -26,20 +26,15 @@ from orchestrator.runlog.events import (
     RunEvent,
     ToolCallEvent,
 )
+from orchestrator.runsface.listing import task_head
 
 __all__ = ["Narrator", "one_line"]
 
 
 def one_line(text: str | None, limit: int = 90) -> str:
     """``text``'s first non-empty line cut to ``limit`` characters; `` …`` marks a cut or further lines, so a
-    multi-line task or summary keeps the narrated role tree one line per node."""
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    if not lines:
-        return ""
-    head = lines[0]
-    if len(head) > limit:
-        return head[: limit - 1].rstrip() + "…"
-    return head + (" …" if len(lines) > 1 else "")
+    multi-line task or summary keeps the narrated role tree one line per node (``listing.task_head``)."""
+    return task_head(text or "", limit) or ""
 
 
 class Narrator:

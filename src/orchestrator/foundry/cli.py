@@ -24,7 +24,7 @@ from orchestrator.foundry.report import render_table
 from orchestrator.foundry.runner import SuiteError, SuiteOptions, run_suite
 from orchestrator.vocabulary import DEFAULT_EFFORT, EFFORT_TIERS
 
-__all__ = ["build_parser", "main", "positive_count", "print_problems"]
+__all__ = ["build_parser", "main", "positive_count", "print_problems", "print_result"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -132,6 +132,15 @@ def print_problems(prog: str, title: str, problems: list[str]) -> None:
         print(f"  - {problem}", file=sys.stderr)
 
 
+def print_result(report: str, encoded: bytes, *, as_json: bool) -> None:
+    """The report on stdout; with ``--json`` the report goes to stderr and ``encoded`` (the JSON) to stdout."""
+    if as_json:
+        print(report, file=sys.stderr)
+        sys.stdout.write(encoded.decode())
+    else:
+        print(report)
+
+
 def _compare(options: SuiteOptions, guilds: list[Path], repeats: int, *, as_json: bool) -> int:
     try:
         comparison, out_dir = trio.run(partial(run_comparison, options, guilds, repeats, progress_stream=sys.stderr))
@@ -143,12 +152,7 @@ def _compare(options: SuiteOptions, guilds: list[Path], repeats: int, *, as_json
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-    report = render_comparison(comparison)
-    if as_json:
-        print(report, file=sys.stderr)
-        sys.stdout.write(comparison.encode().decode())
-    else:
-        print(report)
+    print_result(render_comparison(comparison), comparison.encode(), as_json=as_json)
     print(f"comparison: {out_dir / 'comparison.json'}", file=sys.stderr)
     return EXIT_OK
 
@@ -174,11 +178,6 @@ def main(argv: list[str] | None = None, *, prog: str = "orchestrator bench") -> 
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-    table = render_table(summary)
-    if args.json:
-        print(table, file=sys.stderr)
-        sys.stdout.write(summary.encode().decode())
-    else:
-        print(table)
+    print_result(render_table(summary), summary.encode(), as_json=args.json)
     print(f"summary: {out_dir / 'summary.json'}", file=sys.stderr)
     return EXIT_OK if summary.all_passed else EXIT_FAILED

@@ -20,7 +20,7 @@ import trio
 from orchestrator.config import resolve_paths
 from orchestrator.errors import ConfigError
 from orchestrator.foundry.cli import positive_count as _count
-from orchestrator.foundry.cli import print_problems
+from orchestrator.foundry.cli import print_problems, print_result
 from orchestrator.foundry.results import render_report
 from orchestrator.foundry.runner import SuiteError
 from orchestrator.foundry.search import (
@@ -161,11 +161,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: interrupted; continue with --resume", file=sys.stderr)
         return EXIT_INTERRUPTED
     progress.end()
-    report = render_report(summary)
-    if args.json:
-        print(report, file=sys.stderr)
-        sys.stdout.write(summary.encode().decode())
-    else:
-        print(report)
+    print_result(render_report(summary), summary.encode(), as_json=args.json)
     print(f"summary: {out / 'summary.json'}; best Guild: {out / 'best-guild'}", file=sys.stderr)
     return EXIT_OK

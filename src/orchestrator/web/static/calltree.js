@@ -23,6 +23,7 @@
 // moment on every bar and dims the instances that had not started yet.
 
 import { contextSignature, contextSummary, drawContextTrack } from "./contexttrack.js";
+import { numberInstances } from "./labels.js";
 import { compact, el, ensureStylesheet, setAttr, setClass, setText } from "./rvdom.js";
 
 /** "850 ms", "1.234 s", "12.3 s", "4 min 05 s" — durations to the millisecond while they are short. */
@@ -256,13 +257,7 @@ export function createCallTree(container, { labels, onInstance }) {
     const threshold = context ? context.threshold : null;
     const total = timeline ? timeline.durationMs : 0;
     const byId = new Map(tree.nodes.map((n) => [n.instanceId, n]));
-    const counts = new Map();
-    const numbers = new Map();
-    for (const n of tree.nodes) {
-      const k = (counts.get(n.role) || 0) + 1;
-      counts.set(n.role, k);
-      numbers.set(n.instanceId, k);
-    }
+    const { numbers } = numberInstances(tree.nodes);
     root.hidden = tree.nodes.length === 0;
     setClass(root, "compact", Boolean(live));
     const failed = tree.nodes.filter((n) => n.severity === "fail").length;

@@ -19,7 +19,7 @@
 // is named with its instance number ("Coder #3") on its node and in the labels. Nodes and edges are
 // kept in the DOM in the picture's order (row by row, left to right), which is their Tab order.
 
-import { elapsedMs, instanceNumber, preciseDuration, severityOf } from "./labels.js";
+import { elapsedMs, instanceNumber, numberInstances, preciseDuration, severityOf } from "./labels.js";
 import { project, signature } from "./projection.js";
 import { compact, duration, el, keyedChild, setAttr, setClass, setClassName, setText, svg, sweep } from "./rvdom.js";
 
@@ -68,13 +68,7 @@ function treeSubtitle(node, failed, room = 22) {
  */
 export function treeLayout(tree, indented = false) {
   const byId = new Map(tree.nodes.map((n) => [n.instanceId, n]));
-  const counts = new Map();
-  const numbers = new Map();
-  for (const n of tree.nodes) {
-    const k = (counts.get(n.role) || 0) + 1;
-    counts.set(n.role, k);
-    numbers.set(n.instanceId, k);
-  }
+  const { numbers, counts } = numberInstances(tree.nodes);
   const placed = [];
   const seen = new Set();
   let rows = 0;

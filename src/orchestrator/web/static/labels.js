@@ -98,6 +98,19 @@ export function badge(op) {
   return `${severity === "warn" ? "⚠" : "✖"} ${op.note || "failed"}`;
 }
 
+/** A call tree's instances numbered per role in tree order: `numbers` (instanceId → 1, 2 …) and
+ * `counts` (role → how many instances it had). */
+export function numberInstances(nodes) {
+  const counts = new Map();
+  const numbers = new Map();
+  for (const n of nodes) {
+    const k = (counts.get(n.role) || 0) + 1;
+    counts.set(n.role, k);
+    numbers.set(n.instanceId, k);
+  }
+  return { numbers, counts };
+}
+
 /** "role:coder:3" → "3" ("" when the id carries no instance number). */
 export function instanceNumber(pid) {
   const m = /:(\d+)$/.exec(pid || "");
