@@ -14,8 +14,8 @@ from tests.observability.collector import Collector, closed_port, collector
 from orchestrator.engine.runner import RunOutcome, RunRequest, RunServices, execute_prepared, prepare_run
 from orchestrator.observability.config import ExportConfig
 from orchestrator.observability.live import run_listener
-from orchestrator.observability.sink import ExportReport, SpanSink
-from orchestrator.observability.spans import RunInfo, fold_spans
+from orchestrator.observability.sink import _PROBE_SPANS, ExportReport, SpanSink
+from orchestrator.observability.spans import RunInfo, SpanData, fold_spans
 from orchestrator.runlog import read_events
 
 ROLES = {"lead": ["run_shell", "ask_human", "finish"]}
@@ -136,3 +136,38 @@ def test_after_a_failed_export_batches_are_dropped_unsent_for_a_while(monkeypatc
         report = sink.close()
         assert c.requests == 1
     assert report == ExportReport(submitted=21, exported=0)
+
+
+def _one_span_each(count: int) -> list[list[SpanData]]:
+    return [
+        fold_spans(RunInfo(run_id=f"run-20260101-0900{n:02d}", started_at="2026-01-01T09:00:00Z"), [])
+        for n in range(count)
+    ]
+
+
+def test_a_collector_is_probed_with_a_few_spans_before_it_is_sent_a_whole_batch() -> None:
+    """The first export sends the batch's first ``_PROBE_SPANS``; once they are taken, the rest follows."""
+    with collector("record") as c:
+        sink = SpanSink(
+            ExportConfig(endpoint=f"{c.url}/v1/traces", shutdown_timeout_seconds=5), schedule_delay_millis=60_000
+        )
+        for spans in _one_span_each(20):
+            sink.submit(spans)
+        report = sink.close()  # one batch of 20, flushed at close
+        assert c.batch_sizes == [_PROBE_SPANS, 20 - _PROBE_SPANS]
+    assert report == ExportReport(submitted=20, exported=20)
+
+
+def test_a_refusing_collector_costs_a_probe_not_the_encoding_of_a_whole_batch(monkeypatch) -> None:
+    """A batch for a collector not known to answer is encoded whole only once the probe went through:
+    when it did not, the rest is dropped unsent (counted), and so is what follows within the back-off."""
+    monkeypatch.setattr("orchestrator.observability.sink._BACKOFF_FIRST", 600.0)
+    with collector("fail") as c:
+        sink = SpanSink(
+            ExportConfig(endpoint=f"{c.url}/v1/traces", shutdown_timeout_seconds=5), schedule_delay_millis=60_000
+        )
+        for spans in _one_span_each(20):
+            sink.submit(spans)
+        report = sink.close()
+        assert c.batch_sizes == [_PROBE_SPANS]
+    assert report == ExportReport(submitted=20, exported=0)
