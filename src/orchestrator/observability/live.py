@@ -15,30 +15,27 @@ fault in the fold is logged once and the export of that run stops.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import trio
 
 from orchestrator.config import Settings
 from orchestrator.config.deployment import Deployment, ObservabilityConfig
-from orchestrator.engine.run import DeltaSink, StreamDelta
 from orchestrator.engine.runfolder import read_meta
 from orchestrator.engine.runner import RunServices
 from orchestrator.observability.config import export_config
 from orchestrator.observability.foldinput import event_decoder, read_fold_events
+from orchestrator.observability.handover import RunTrace
+from orchestrator.observability.sidecar import SidecarSink
 from orchestrator.observability.spans import RunInfo, SpanData, TraceState, close_open, first_chunk, fold_span
-from orchestrator.runlog.events import LlmCallStart, RunEvent
-
-if TYPE_CHECKING:
-    from orchestrator.observability.sink import SpanSink
 
 __all__ = [
     "CUT",
     "SpanSubmitter",
     "TraceListener",
+    "TraceSink",
     "attach_trace",
     "close_sink",
     "open_sink",
@@ -69,21 +66,22 @@ class SpanSubmitter(Protocol):
         ...
 
 
-class TraceListener:
-    """One run's live export: call it with every written event and its line (``log_line_listeners``)."""
+#: Where runs' traces go: this process's export runs in a sidecar (``open_sink``); an in-process sink
+#: (``sink.SpanSink``, or a test's) folds on a thread of its own.
+TraceSink = SpanSubmitter | SidecarSink
+
+
+class TraceListener(RunTrace):
+    """One run's live export in this process: each written line is handed to the sink's thread, which
+    folds it (``fold_line``) into the run's ``TraceState``."""
 
     def __init__(self, sink: SpanSubmitter, info: RunInfo, prior: Sequence[Mapping[str, Any]] = ()) -> None:
+        super().__init__(sink)
         self.sink = sink
         #: touched by the sink's thread only, once the first line is handed off
         self.state = TraceState(info, capture_content=sink.capture_content)
         #: what the fold reads of a line (``foldinput``), as ``export-trace`` decodes the file
         self.decode = event_decoder(capture_content=sink.capture_content)
-        #: set by the fold (the sink's thread) on a fault: this run's export stops
-        self.broken = False
-        #: set on the run's thread when the hand-off was full: this run's trace ends there
-        self.cut = False
-        #: role instances whose model call in flight has not streamed its first chunk yet (the run's thread)
-        self._awaiting: set[str] = set()
         try:
             for event in prior:  # already sent by the process that wrote them
                 fold_span(self.state, event)
@@ -91,28 +89,13 @@ class TraceListener:
             self.broken = True
             logger.exception("trace export of run %s is off: could not fold its log so far", info.run_id)
 
-    def __call__(self, event: RunEvent, line: bytes) -> None:
-        """The run's thread: hand the line over (an append), note a model call's start for ``delta``."""
-        if self.broken:
-            return
-        if self.cut:
-            self.sink.unfolded += 1
-            return
-        if type(event) is LlmCallStart:
-            self._awaiting.add(event.payload.role_id)
-        if not self.sink.defer(self.fold_line, line):
-            self._cut()
+    def hand_line(self, line: bytes) -> bool:
+        return self.sink.defer(self.fold_line, line)
 
-    def delta(self, delta: StreamDelta) -> None:
-        """``RunServices.on_delta``: hands over each model call's first streamed chunk (its time to first
-        chunk); every later chunk costs a set lookup."""
-        if delta.role_id in self._awaiting and not self.broken and not self.cut:
-            self._awaiting.discard(delta.role_id)
-            if not self.sink.defer(self.fold_chunk, (delta.role_id, time.time_ns())):
-                self._cut()
+    def hand_chunk(self, role_id: str, at_ns: int) -> bool:
+        return self.sink.defer(self.fold_chunk, (role_id, at_ns))
 
-    def _cut(self) -> None:
-        self.cut = True
+    def hand_cut(self) -> None:
         self.sink.defer(self.fold_cut, None, always=True)
 
     # --- the sink's thread ---------------------------------------------------------------------------
@@ -140,19 +123,8 @@ class TraceListener:
             logger.exception("trace export of run %s stopped: could not fold an event", self.state.info.run_id)
             return []
 
-    def tee(self, other: DeltaSink | None) -> DeltaSink:
-        """A delta sink feeding this listener and ``other`` (the host's own, when it has one)."""
-        if other is None:
-            return self.delta
 
-        def both(delta: StreamDelta) -> None:
-            other(delta)
-            self.delta(delta)
-
-        return both
-
-
-def attach_trace(services: RunServices, listener: TraceListener) -> None:
+def attach_trace(services: RunServices, listener: RunTrace) -> None:
     """Give a run's services the listener: its log lines, and its model calls' streamed chunks."""
     services.log_line_listeners.append(listener)
     services.on_delta = listener.tee(services.on_delta)
@@ -173,32 +145,35 @@ def run_info(run_dir: Path, deployment: Deployment) -> RunInfo:
     )
 
 
-def run_listener(sink: SpanSubmitter, run_dir: Path, settings: Settings) -> TraceListener:
+def run_listener(sink: TraceSink, run_dir: Path, settings: Settings) -> RunTrace:
     """The listener for the run in ``run_dir``; its existing log (a resumed run) is folded first."""
-    prior = read_fold_events(run_dir / "log.jsonl", capture_content=sink.capture_content)
-    return TraceListener(sink, run_info(run_dir, settings.deployment), prior)
+    info = run_info(run_dir, settings.deployment)
+    if isinstance(sink, SidecarSink):
+        return sink.listener(run_dir, info)
+    return TraceListener(sink, info, read_fold_events(run_dir / "log.jsonl", capture_content=sink.capture_content))
 
 
-def open_sink(env: Mapping[str, str], block: ObservabilityConfig | None) -> SpanSink | None:
-    """This process's ``SpanSink`` when the export is configured (the variables, then the deployment's
-    ``observability`` block), else ``None`` (also when the ``otel`` extra is not installed: one warning,
-    and the process goes on without it)."""
+def open_sink(env: Mapping[str, str], block: ObservabilityConfig | None) -> SidecarSink | None:
+    """This process's trace export (``sidecar.SidecarSink``) when it is configured (the variables, then the
+    deployment's ``observability`` block), else ``None`` (also when the ``otel`` extra is not installed:
+    one warning, and the process goes on without it). A configuration the SDK refuses (an ``OTEL_BSP_*``
+    value …) is said by the sidecar, which then exports nothing; the process goes on untraced."""
     config = export_config(env, block)
     if config is None:
         return None
     try:
-        from orchestrator.observability.sink import SpanSink
+        import opentelemetry.sdk.trace  # noqa: F401 (the sidecar needs the extra: say so here, once)
     except ImportError:
         logger.warning("trace export is configured but OpenTelemetry is missing: pip install 'orchestrator[otel]'")
         return None
     try:
-        return SpanSink(config)
-    except Exception as exc:  # e.g. an OTEL_BSP_* value the SDK refuses: the process goes on untraced
+        return SidecarSink(config)
+    except OSError as exc:  # the sidecar's process could not be started
         logger.warning("trace export is off: it could not start (%s: %s)", type(exc).__name__, exc)
         return None
 
 
-async def close_sink(sink: SpanSink | None) -> None:
+async def close_sink(sink: SidecarSink | None) -> None:
     """Close a sink from trio code: its bounded wait for the queued spans runs in a worker thread."""
     if sink is not None:
         await trio.to_thread.run_sync(sink.close)

@@ -19,7 +19,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -31,6 +30,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 
 from orchestrator import __version__
 from orchestrator.observability.config import ExportConfig
+from orchestrator.observability.report import ExportReport
 from orchestrator.observability.spans import SpanData
 
 __all__ = ["ExportReport", "SpanSink", "to_readable"]
@@ -55,20 +55,6 @@ _PROBE_SPANS = 8
 T = TypeVar("T")
 #: one hand-off entry: a fold and its input (``_given`` for spans already finished)
 _Work = tuple[Callable[[Any], Sequence[SpanData]], object]
-
-
-@dataclass(frozen=True)
-class ExportReport:
-    """What became of the spans handed to a sink."""
-
-    submitted: int
-    exported: int
-    #: run-log events never folded (a full hand-off cut their run's trace): their spans are not counted
-    unfolded: int = 0
-
-    @property
-    def dropped(self) -> int:
-        return self.submitted - self.exported
 
 
 def _given(spans: Sequence[SpanData]) -> Sequence[SpanData]:

@@ -1,0 +1,136 @@
+"""The export in its own process (``observability.sidecar``): a real engine run's spans reach a loopback
+collector as the fold of its log gives them; a resumed run's sidecar folds only the log written before it
+started; a full outbox cuts the run's trace; a sidecar killed, or sent Ctrl-C, costs spans, never the run."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from pathlib import Path
+
+import msgspec
+import trio
+from tests.engine.harness import FAST, call, finish, turn
+from tests.helpers import make_settings
+from tests.observability.collector import collector
+from tests.observability.test_spans import INFO, big_run, live
+
+from orchestrator.engine.runner import RunRequest, RunServices, execute_prepared, prepare_run
+from orchestrator.observability.config import ExportConfig
+from orchestrator.observability.live import CUT, attach_trace, run_info, run_listener
+from orchestrator.observability.report import ExportReport
+from orchestrator.observability.sidecar import SidecarListener, SidecarSink
+from orchestrator.observability.spans import fold_spans
+from orchestrator.runlog import read_events
+from orchestrator.runlog.events import RunEvent
+
+SCRIPT = {
+    "turns": [
+        turn("lead", call("agent", role="coder", task="code")),
+        turn("coder", call("run_shell", command="no-such-command-xyz")),
+        turn("coder", finish("tried")),
+        turn("lead", finish("done"), content="All done."),
+    ]
+}
+ROLES = {"lead": ["agent", "finish"], "coder": ["run_shell", "finish"]}
+
+
+def _feed(listener: SidecarListener, events: list[dict]) -> None:
+    for event in events:
+        typed = msgspec.convert(event, RunEvent)
+        listener(typed, msgspec.json.encode(typed))
+
+
+async def test_a_runs_spans_reach_the_collector_as_the_fold_of_its_log(tmp_path: Path, sim_for) -> None:
+    with collector("record") as c:
+        sink = SidecarSink(ExportConfig(endpoint=f"{c.url}/v1/traces", shutdown_timeout_seconds=10))
+        async with sim_for(SCRIPT) as sim:
+            settings = make_settings(tmp_path, sim.base_url, roles=ROLES)
+            prepared = prepare_run(settings, tmp_path, RunRequest(task="go"))
+            services = RunServices(timeouts=FAST)
+            attach_trace(services, run_listener(sink, prepared.run_dir, settings))
+            with trio.fail_after(30):
+                outcome = await execute_prepared(settings, tmp_path, prepared, services)
+        report = await trio.to_thread.run_sync(sink.close)
+    assert outcome.card.status == "success"
+    expected = fold_spans(run_info(outcome.run_dir, settings.deployment), read_events(outcome.run_dir / "log.jsonl"))
+    assert report == ExportReport(submitted=len(expected), exported=len(expected))
+    assert sorted((s.name, int.from_bytes(s.span_id, "big")) for s in c.spans) == sorted(
+        (s.name, s.span_id) for s in expected
+    )
+    # the first streamed chunk crossed too (the log does not record it): the call that streamed text
+    streamed = [s for s in c.spans if any(a.key == "gen_ai.response.time_to_first_chunk" for a in s.attributes)]
+    assert [s.name for s in streamed] == ["chat sim"]
+
+
+def test_a_resumed_runs_sidecar_folds_only_the_log_written_before_it_started(tmp_path: Path) -> None:
+    """The log grows after ``listener`` (the run goes on) before the sidecar reads it: what was written
+    after is folded once, as shipped lines, not also as the log so far."""
+    events = big_run(20)
+    cut = len(events) // 2
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    log = run_dir / "log.jsonl"
+    log.write_bytes(b"".join(msgspec.json.encode(e) + b"\n" for e in events[:cut]))
+    with collector("record") as c:
+        sink = SidecarSink(ExportConfig(endpoint=f"{c.url}/v1/traces", shutdown_timeout_seconds=10))
+        listener = sink.listener(run_dir, INFO)
+        with log.open("ab") as more:  # written before the sidecar has even started
+            more.write(b"".join(msgspec.json.encode(e) + b"\n" for e in events[cut:]))
+        _feed(listener, events[cut:])
+        report = sink.close()
+    expected = {s.span_id: s for s in live(events[cut:], prior=events[:cut])}  # as an in-process listener
+    sent = [int.from_bytes(s.span_id, "big") for s in c.spans]
+    assert len(sent) == len(set(sent)) == report.exported == report.submitted  # nothing folded twice
+    assert set(sent) == set(expected) and len(sent) < len(fold_spans(INFO, events))
+    run = next(s for s in c.spans if s.name == "run")
+    assert run.start_time_unix_nano == expected[int.from_bytes(run.span_id, "big")].start_ns
+
+
+def test_a_full_outbox_cuts_the_runs_trace_and_counts_what_was_not_shipped() -> None:
+    events = big_run(200)
+    with collector("record") as c:
+        sink = SidecarSink(ExportConfig(endpoint=f"{c.url}/v1/traces", shutdown_timeout_seconds=10), handoff=3)
+        listener = sink.listener(Path("/nonexistent"), INFO)
+        _feed(listener, events)  # far faster than the writer's 100 ms: the outbox fills at once
+        assert listener.cut
+        report = sink.close()
+    shipped = len(events) - report.unfolded
+    assert 0 < shipped < len(events)
+    expected = fold_spans(INFO, events[:shipped])  # the spans open at the cut are sent ended there
+    assert sorted(int.from_bytes(s.span_id, "big") for s in c.spans) == sorted(s.span_id for s in expected)
+    cut = [s for s in c.spans if any(a.key == "error.type" and a.value.string_value == CUT for a in s.attributes)]
+    assert {s.name for s in cut} >= {"run", "invoke_agent lead"}
+
+
+def test_a_killed_sidecar_costs_the_spans_not_the_caller(caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="orchestrator.observability")
+    sink = SidecarSink(ExportConfig(endpoint="http://127.0.0.1:9/v1/traces", shutdown_timeout_seconds=0.5))
+    listener = sink.listener(Path("/nonexistent"), INFO)
+    os.kill(sink.pid, signal.SIGKILL)
+    events = big_run(20)
+    _feed(listener, events)  # never blocks, never raises
+    report = sink.close()
+    assert report == ExportReport(submitted=0, exported=0, unfolded=len(events))
+    assert "the trace export's process ended early" in caplog.text
+
+
+def test_an_interrupt_leaves_the_sidecar_to_send_what_it_holds(monkeypatch) -> None:
+    """The sidecar has a session of its own (a Ctrl-C in a terminal does not reach it) and ignores SIGINT:
+    it ends with its input, once it has sent what it holds."""
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
+    events = big_run(20)
+    half = len(events) // 2
+    with collector("record") as c:
+        sink = SidecarSink(ExportConfig(endpoint=f"{c.url}/v1/traces", shutdown_timeout_seconds=10))
+        assert os.getpgid(sink.pid) != os.getpgid(0)
+        listener = sink.listener(Path("/nonexistent"), INFO)
+        assert sink.wait_ready(30)  # its handler is set (before it, the default one would end it)
+        _feed(listener, events[:half])
+        assert c.received.wait(30)  # spans are on their way
+        os.kill(sink.pid, signal.SIGINT)
+        _feed(listener, events[half:])
+        report = sink.close()
+    assert report == ExportReport(submitted=len(fold_spans(INFO, events)), exported=report.submitted)
+    assert len(c.spans) == report.exported
