@@ -79,6 +79,8 @@ def _serve(sink: SpanSink, frames: IO[bytes]) -> None:
             if (found := listeners.get(frame.key)) is not None:
                 found.cut_here()
         elif isinstance(frame, Open):
+            for key in [key for key, known in listeners.items() if known.state.run_ended]:
+                del listeners[key]  # a long-lived service's finished runs (the fold set it, nothing follows)
             log = Path(frame.run_dir) / "log.jsonl"
             prior = read_fold_events(log, capture_content=sink.capture_content, limit=frame.prior_bytes)
             listeners[frame.key] = TraceListener(sink, frame.info, prior)
