@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+import msgspec
 import trio
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,11 +41,10 @@ from tests.engine.harness import FAST, call, finish, turn  # noqa: E402
 from tests.helpers import make_settings, serve_script  # noqa: E402
 from tests.observability.collector import closed_port  # noqa: E402
 
-from orchestrator.engine.run import StreamDelta  # noqa: E402
+from orchestrator.config import Settings  # noqa: E402
 from orchestrator.engine.runner import RunRequest, RunServices, execute_prepared, prepare_run  # noqa: E402
 from orchestrator.observability.config import ExportConfig  # noqa: E402
-from orchestrator.observability.handover import RunTrace  # noqa: E402
-from orchestrator.observability.live import run_listener  # noqa: E402
+from orchestrator.observability.live import attach_trace, run_listener  # noqa: E402
 from orchestrator.observability.report import ExportReport  # noqa: E402
 from orchestrator.observability.sidecar import SidecarSink  # noqa: E402
 from orchestrator.runlog.events import RunEvent  # noqa: E402
@@ -54,6 +54,7 @@ PLAIN = "no export"
 #: the same plain run a second time each round: its ratio to the first is the measurement's own noise
 AGAIN = "no export 2"
 COLLECTORS = ("down", "slow (5 s)", "500")
+_events = msgspec.json.Decoder(RunEvent)
 #: the confidence of the interval printed around each median ratio
 CONFIDENCE = 0.95
 
@@ -77,51 +78,45 @@ def script(turns: int) -> dict[str, object]:
     return {"turns": [*[turn("lead", call("context_info")) for _ in range(turns)], turn("lead", finish("done"))]}
 
 
-class Timed:
-    """The live listener, with the time spent inside it on the run's thread summed (its whole cost there):
-    every log line, and every streamed chunk it watches for the time to first chunk."""
-
-    def __init__(self, listener: RunTrace) -> None:
-        self.listener = listener
-        self.seconds = 0.0
-        self.events = 0
-
-    def __call__(self, event: RunEvent, line: bytes) -> None:
+def replay_cost(sink: SidecarSink, run_dir: Path, settings: Settings, passes: int = 20) -> tuple[float, int]:
+    """The listener's whole cost on the run's thread, per log event: one measured run's lines replayed
+    through a fresh listener, ``passes`` times (the runs themselves carry no timing code). The median
+    pass's seconds per event, and the events of a pass."""
+    lines = [line + b"\n" for line in (run_dir / "log.jsonl").read_bytes().split(b"\n") if line]
+    pairs = [(_events.decode(line), line) for line in lines]
+    per_pass: list[float] = []
+    for _ in range(passes):
+        listener = run_listener(sink, run_dir, settings)
         started = time.perf_counter()
-        self.listener(event, line)
-        self.seconds += time.perf_counter() - started
-        self.events += 1
-
-    def delta(self, delta: StreamDelta) -> None:
-        started = time.perf_counter()
-        self.listener.delta(delta)
-        self.seconds += time.perf_counter() - started
+        for event, line in pairs:
+            listener(event, line)
+        per_pass.append((time.perf_counter() - started) / len(pairs))
+    return statistics.median(per_pass), len(pairs)
 
 
 async def timed_run(
-    scratch: Path, base_url: str, sink: SidecarSink | None, name: str, spent: list[Timed]
-) -> tuple[float, float]:
-    """The run's wall time, and the process's CPU time over it and the sink's fold of its tail (every
-    thread: the sink's and the processor's included)."""
+    scratch: Path, base_url: str, sink: SidecarSink | None, name: str, last: list[tuple[Path, Settings]]
+) -> tuple[float, float, float]:
+    """The run's wall time, the process's CPU time over it and the shipping of its tail (every thread),
+    and the run's own thread's CPU time (the sim answering it included: it runs on the same trio loop)."""
     workspace = scratch / name
     workspace.mkdir()
     settings = make_settings(workspace, base_url, roles={"lead": ["context_info", "finish"]})
     prepared = prepare_run(settings, workspace, RunRequest(task="go", log_level="full"))
     services = RunServices(timeouts=FAST)
     if sink is not None:  # as attach_trace does, timed
-        spent.append(Timed(run_listener(sink, prepared.run_dir, settings)))
-        services.log_line_listeners.append(spent[-1])
-        services.on_delta = spent[-1].delta
-    started, cpu = time.perf_counter(), time.process_time()
+        attach_trace(services, run_listener(sink, prepared.run_dir, settings))
+        last[:] = [(prepared.run_dir, settings)]
+    started, cpu, own = time.perf_counter(), time.process_time(), time.thread_time()
     outcome = await execute_prepared(settings, workspace, prepared, services)
-    elapsed = time.perf_counter() - started
+    elapsed, own = time.perf_counter() - started, time.thread_time() - own
     assert outcome.card.status == "success", outcome.card
     await trio.sleep(0.02)  # every run alike: the sink's thread folds the run's tail (it polls every 200 ms)
     while sink is not None and sink.pending:  # noqa: ASYNC110 (the sink is a thread: no event to wait on)
         await trio.sleep(0.02)
     cpu = time.process_time() - cpu  # the run's whole export work charged to it, not to the next run
     await trio.sleep(0.1)  # untimed: the threads settle before the next run
-    return elapsed, cpu
+    return elapsed, cpu, own
 
 
 @contextmanager
@@ -164,7 +159,8 @@ async def bench(rounds: int, turns: int) -> None:
     modes = (PLAIN, AGAIN, *COLLECTORS)
     times: dict[str, list[float]] = {mode: [] for mode in modes}
     cpus: dict[str, list[float]] = {mode: [] for mode in modes}
-    spent: list[Timed] = []
+    owns: dict[str, list[float]] = {mode: [] for mode in modes}
+    last: list[tuple[Path, Settings]] = []
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         scratch = Path(tmp)
         sinks = open_sinks(stack)
@@ -175,10 +171,12 @@ async def bench(rounds: int, turns: int) -> None:
                 for k in range(len(modes)):
                     mode = modes[(index + k) % len(modes)]
                     await sim.set_script(script(turns))
-                    elapsed, cpu = await timed_run(scratch, sim.base_url, sinks.get(mode), f"r{index}-{k}", spent)
+                    elapsed, cpu, own = await timed_run(scratch, sim.base_url, sinks.get(mode), f"r{index}-{k}", last)
                     if index:
                         times[mode].append(elapsed)
                         cpus[mode].append(cpu)
+                        owns[mode].append(own)
+        per_event, run_events = replay_cost(sinks["down"], *last[0])
         reports: dict[str, ExportReport] = {}
         for name, sink in sinks.items():
             reports[name] = await trio.to_thread.run_sync(sink.close)
@@ -191,28 +189,29 @@ async def bench(rounds: int, turns: int) -> None:
         low, high = median_interval(pairs)
         fastest = min(times[name]) / min(plain)
         cpu = statistics.median(e / p for e, p in zip(cpus[name], cpus[PLAIN], strict=True))
+        own = statistics.median(e / p for e, p in zip(owns[name], owns[PLAIN], strict=True))
         what = "noise floor (the same plain run again)" if name == AGAIN else f"goal <= {GOAL}x"
         print(
             f"  {name:<12} median run {statistics.median(times[name]) * 1000:8.1f} ms   /no-export: "
             f"{ratio:.3f}x [{CONFIDENCE:.0%} CI of the median {low:.3f}-{high:.3f}] ({what}), "
-            f"fastest/fastest {fastest:.3f}x, process CPU {cpu:.3f}x"
+            f"fastest/fastest {fastest:.3f}x, process CPU {cpu:.3f}x, the run's thread's CPU {own:.3f}x"
         )
-    events = sum(t.events for t in spent)
-    listener_seconds = sum(t.seconds for t in spent)
     exporting = sum(sum(times[name]) for name in COLLECTORS)
+    events = run_events * rounds * len(COLLECTORS)
     print(
-        f"listener on the run's thread (hand-off): {listener_seconds / events * 1e6:.2f} us per log event (chunks "
-        f"included); listener/run time ratio: {listener_seconds / exporting:.5f}"
+        f"listener on the run's thread: {per_event * 1e6:.2f} us per log event (a measured run's {run_events} lines "
+        f"replayed; each streamed chunk adds a set lookup); listener/run time ratio: "
+        f"{per_event * events / exporting:.5f}"
     )
     busy = sum(sink.busy_seconds for sink in sinks.values())
     print(
-        f"sinks' writer threads (shipping the lines to the sidecars): {busy / events * 1e6:.2f} us per log event; "
-        f"their CPU/run time ratio: {busy / exporting:.5f}"
+        f"sinks' writer threads (shipping the runs' positions, idle wakes included): {busy / events * 1e6:.2f} us "
+        f"per log event; their CPU/run time ratio: {busy / exporting:.5f}"
     )
-    sidecars = sum(sink.sidecar_cpu_seconds for sink in sinks.values())
+    sidecars = sum(sink.sidecar_cpu_seconds - sink.sidecar_start_cpu_seconds for sink in sinks.values())
     print(
-        f"the sidecars (their own processes: start, decode, fold, SDK, export): {sidecars / events * 1e6:.2f} us "
-        f"per log event; their CPU/run time ratio: {sidecars / exporting:.5f}"
+        f"the sidecars (their own processes, after their start: reading the logs, decode, fold, SDK, export): "
+        f"{sidecars / events * 1e6:.2f} us per log event; their CPU/run time ratio: {sidecars / exporting:.5f}"
     )
     for name, report in reports.items():
         print(

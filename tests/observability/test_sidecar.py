@@ -1,12 +1,14 @@
 """The export in its own process (``observability.sidecar``): a real engine run's spans reach a loopback
-collector as the fold of its log gives them; a resumed run's sidecar folds only the log written before it
-started; a full outbox cuts the run's trace; a sidecar killed, or sent Ctrl-C, costs spans, never the run."""
+collector as the fold of its log gives them; a resumed run's sidecar folds the log written before it
+started once; a cut trace ends at the cut; a full outbox refuses at once; a sidecar killed, or sent
+Ctrl-C, costs spans, never the run."""
 
 from __future__ import annotations
 
 import logging
 import os
 import signal
+import time
 from pathlib import Path
 
 import msgspec
@@ -20,7 +22,7 @@ from orchestrator.engine.runner import RunRequest, RunServices, execute_prepared
 from orchestrator.observability.config import ExportConfig
 from orchestrator.observability.live import CUT, attach_trace, run_info, run_listener
 from orchestrator.observability.report import ExportReport
-from orchestrator.observability.sidecar import SidecarListener, SidecarSink
+from orchestrator.observability.sidecar import SidecarListener, SidecarSink, Spans
 from orchestrator.observability.spans import fold_spans
 from orchestrator.runlog import read_events
 from orchestrator.runlog.events import RunEvent
@@ -36,10 +38,21 @@ SCRIPT = {
 ROLES = {"lead": ["agent", "finish"], "coder": ["run_shell", "finish"]}
 
 
-def _feed(listener: SidecarListener, events: list[dict]) -> None:
-    for event in events:
-        typed = msgspec.convert(event, RunEvent)
-        listener(typed, msgspec.json.encode(typed))
+def _feed(listener: SidecarListener, events: list[dict], run_dir: Path) -> None:
+    """As ``RunLog.emit`` does: each line appended to the run's log, then handed to the listener."""
+    with (run_dir / "log.jsonl").open("ab") as log:
+        for event in events:
+            typed = msgspec.convert(event, RunEvent)
+            line = msgspec.json.encode(typed) + b"\n"
+            log.write(line)
+            log.flush()
+            listener(typed, line)
+
+
+def _run_dir(tmp_path: Path) -> Path:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    return run_dir
 
 
 async def test_a_runs_spans_reach_the_collector_as_the_fold_of_its_log(tmp_path: Path, sim_for) -> None:
@@ -76,9 +89,7 @@ def test_a_resumed_runs_sidecar_folds_only_the_log_written_before_it_started(tmp
     with collector("record") as c:
         sink = SidecarSink(ExportConfig(endpoint=f"{c.url}/v1/traces", shutdown_timeout_seconds=10))
         listener = sink.listener(run_dir, INFO)
-        with log.open("ab") as more:  # written before the sidecar has even started
-            more.write(b"".join(msgspec.json.encode(e) + b"\n" for e in events[cut:]))
-        _feed(listener, events[cut:])
+        _feed(listener, events[cut:], run_dir)  # written before the sidecar has even started
         report = sink.close()
     expected = {s.span_id: s for s in live(events[cut:], prior=events[:cut])}  # as an in-process listener
     sent = [int.from_bytes(s.span_id, "big") for s in c.spans]
@@ -88,35 +99,53 @@ def test_a_resumed_runs_sidecar_folds_only_the_log_written_before_it_started(tmp
     assert run.start_time_unix_nano == expected[int.from_bytes(run.span_id, "big")].start_ns
 
 
-def test_a_full_outbox_cuts_the_runs_trace_and_counts_what_was_not_shipped() -> None:
-    events = big_run(200)
+def test_a_cut_trace_ends_at_the_last_line_before_it_and_counts_the_rest(tmp_path: Path) -> None:
+    """What a refused hand-over does (``handover.RunTrace``): the spans open at the cut are sent ended
+    there, marked ``export_cut``, and every later line is counted, not folded."""
+    events = big_run(40)
+    half = len(events) // 2
+    run_dir = _run_dir(tmp_path)
     with collector("record") as c:
-        sink = SidecarSink(ExportConfig(endpoint=f"{c.url}/v1/traces", shutdown_timeout_seconds=10), handoff=3)
-        listener = sink.listener(Path("/nonexistent"), INFO)
-        _feed(listener, events)  # far faster than the writer's 100 ms: the outbox fills at once
-        assert listener.cut
+        sink = SidecarSink(ExportConfig(endpoint=f"{c.url}/v1/traces", shutdown_timeout_seconds=10))
+        listener = sink.listener(run_dir, INFO)
+        _feed(listener, events[:half], run_dir)
+        listener.cut_here()
+        _feed(listener, events[half:], run_dir)
         report = sink.close()
-    shipped = len(events) - report.unfolded
-    assert 0 < shipped < len(events)
-    expected = fold_spans(INFO, events[:shipped])  # the spans open at the cut are sent ended there
+    assert report.unfolded == len(events) - half
+    expected = fold_spans(INFO, events[:half])  # the spans open at the cut are sent ended there
     assert sorted(int.from_bytes(s.span_id, "big") for s in c.spans) == sorted(s.span_id for s in expected)
     cut = [s for s in c.spans if any(a.key == "error.type" and a.value.string_value == CUT for a in s.attributes)]
     assert {s.name for s in cut} >= {"run", "invoke_agent lead"}
 
 
-def test_a_killed_sidecar_costs_the_spans_not_the_caller(caplog) -> None:
+def test_a_full_outbox_refuses_without_waiting(monkeypatch) -> None:
+    monkeypatch.setattr("orchestrator.observability.sidecar._FLUSH_SECONDS", 60.0)  # nothing shipped meanwhile
+    sink = SidecarSink(ExportConfig(endpoint="http://127.0.0.1:9/v1/traces", shutdown_timeout_seconds=0.5), handoff=2)
+    listener = sink.listener(Path("/nonexistent"), INFO)  # its ``Open`` is never refused: the outbox is full
+    assert not sink.send(Spans(b"[]"))
+    assert not listener.hand_chunk("lead-1", 0)  # which cuts the run's trace (``handover``)
+    sink.close()
+
+
+def test_a_killed_sidecar_costs_the_spans_not_the_caller(tmp_path: Path, caplog) -> None:
     caplog.set_level(logging.WARNING, logger="orchestrator.observability")
+    run_dir = _run_dir(tmp_path)
     sink = SidecarSink(ExportConfig(endpoint="http://127.0.0.1:9/v1/traces", shutdown_timeout_seconds=0.5))
-    listener = sink.listener(Path("/nonexistent"), INFO)
+    listener = sink.listener(run_dir, INFO)
     os.kill(sink.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while not sink.gone and time.monotonic() < deadline:  # its reader thread notices
+        time.sleep(0.01)
+    assert sink.gone
     events = big_run(20)
-    _feed(listener, events)  # never blocks, never raises
+    _feed(listener, events, run_dir)  # never blocks, never raises
     report = sink.close()
     assert report == ExportReport(submitted=0, exported=0, unfolded=len(events))
     assert "the trace export's process ended early" in caplog.text
 
 
-def test_an_interrupt_leaves_the_sidecar_to_send_what_it_holds(monkeypatch) -> None:
+def test_an_interrupt_leaves_the_sidecar_to_send_what_it_holds(tmp_path: Path, monkeypatch) -> None:
     """The sidecar has a session of its own (a Ctrl-C in a terminal does not reach it) and ignores SIGINT:
     it ends with its input, once it has sent what it holds."""
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
@@ -125,12 +154,13 @@ def test_an_interrupt_leaves_the_sidecar_to_send_what_it_holds(monkeypatch) -> N
     with collector("record") as c:
         sink = SidecarSink(ExportConfig(endpoint=f"{c.url}/v1/traces", shutdown_timeout_seconds=10))
         assert os.getpgid(sink.pid) != os.getpgid(0)
-        listener = sink.listener(Path("/nonexistent"), INFO)
+        run_dir = _run_dir(tmp_path)
+        listener = sink.listener(run_dir, INFO)
         assert sink.wait_ready(30)  # its handler is set (before it, the default one would end it)
-        _feed(listener, events[:half])
+        _feed(listener, events[:half], run_dir)
         assert c.received.wait(30)  # spans are on their way
         os.kill(sink.pid, signal.SIGINT)
-        _feed(listener, events[half:])
+        _feed(listener, events[half:], run_dir)
         report = sink.close()
     assert report == ExportReport(submitted=len(fold_spans(INFO, events)), exported=report.submitted)
     assert len(c.spans) == report.exported

@@ -1,28 +1,33 @@
-"""The trace export in a process of its own: this process ships each run's log lines there, and that
-process (``python -m orchestrator.observability.sidecarproc``) folds them into spans and exports them with
-the OpenTelemetry SDK exactly as an in-process ``SpanSink`` does.
+"""The trace export in a process of its own: this process tells it how far each run's log has grown, and
+that process (``python -m orchestrator.observability.sidecarproc``) reads the new lines from the log file,
+folds them into spans and exports them with the OpenTelemetry SDK exactly as an in-process ``SpanSink``
+does.
 
-Why a process: the fold, the SDK's span objects and above all its protobuf encoder (~30 µs a span) are
-Python work under the interpreter lock; in the service's process that lock is the runs', the HTTP API's and
-the UI stream's. Shipped away, the export costs this process an append per log line on the run's thread
-and a write of the bytes to a pipe every ``_FLUSH_SECONDS`` on the sink's writer thread.
+Why a process: the decode, the fold, the SDK's span objects and above all its protobuf encoder (~30 µs a
+span) are Python work under the interpreter lock, and in the service's process that lock is the runs', the
+HTTP API's and the UI stream's. Why the file: every line handed to a listener is already written to the
+run's ``log.jsonl`` (``runlog/writer.py:RunLog``), so what crosses the pipe is a position, not the line:
+on the run's thread a listener adds the line's length to its run's position (``_Progress``); every
+``_FLUSH_SECONDS`` the writer thread ships each run's new position (``Grow``). The live export folds the
+log's own bytes, as ``export-trace`` does afterwards.
 
-What crosses the pipe is length-prefixed MessagePack frames (``ToSidecar`` one way, ``FromSidecar`` the
-other): the configuration first, then each run's ``Open`` (its folder, what the log does not say, and how
-much of its log was written before: a resumed run's spans still open are folded from there), its lines,
-first chunks and a ``Cut``; finished spans (the workflow server's tool calls); back come the sidecar's log
-records (re-logged here, so they go where this process's logging goes) and, at the end, its
-``ExportReport``. The sidecar ends when its standard input closes: ``close`` here, or this process's end,
-whatever way it ends.
+The frames are length-prefixed MessagePack (``ToSidecar`` one way, ``FromSidecar`` the other): the
+configuration first; per run its ``Open`` (the run's folder, what the log does not say, and the log's size
+when the listener started: a resumed run's spans still open are folded from what was written before),
+``Grow``, a model call's first streamed ``Chunk`` and a ``Cut`` (each saying how far the log had grown
+then, so the sidecar folds up to there first: the order of the run's thread is kept), and ``Close`` once
+the listener is gone; finished spans (the workflow server's tool calls). Back come the sidecar's
+``Ready``, its log records (re-logged here, so they go where this process's logging goes) and, at the end,
+its ``ExportReport``. The sidecar ends when its standard input closes: ``close`` here, or this process's
+end, whatever way it ends.
 
-Never blocks a run: a full outbox (``_DEFAULT_BOUND`` frames) refuses what is handed to it, which cuts that
-run's trace (``handover``); a sidecar that died or never started costs spans (counted as not folded, logged
-once), not the run.
+Never blocks a run: a full outbox (``_DEFAULT_BOUND`` frames: chunks and spans) refuses what is handed to
+it, which cuts that run's trace (``handover``); a sidecar that died or never started costs spans (counted
+as not folded, logged once), not the run.
 """
 
 from __future__ import annotations
 
-import fcntl
 import itertools
 import logging
 import os
@@ -31,8 +36,10 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -45,10 +52,11 @@ from orchestrator.observability.tracestate import RunInfo, SpanData
 
 __all__ = [
     "Chunk",
+    "Close",
     "Config",
     "Cut",
     "FromSidecar",
-    "Line",
+    "Grow",
     "Log",
     "Open",
     "Ready",
@@ -62,7 +70,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger("orchestrator.observability")
-#: How often the writer thread ships what was handed over (the sidecar folds on its own schedule).
+#: How often the writer thread ships the runs' positions (the sidecar folds on its own schedule).
 _FLUSH_SECONDS = 0.1
 #: The outbox's bound in frames when the configuration does not set the queue size.
 _DEFAULT_BOUND = 2048
@@ -70,8 +78,6 @@ _DEFAULT_BOUND = 2048
 #: import) may not be over yet.
 _START_GRACE_SECONDS = 10.0
 _LENGTH = struct.Struct(">I")
-#: The pipe's buffer asked for: a flush's worth of lines of a busy run (1 MiB is Linux's default limit).
-_PIPE_BYTES = 1 << 20
 
 
 # --- the frames ---------------------------------------------------------------------------------------
@@ -82,7 +88,7 @@ class Config(msgspec.Struct, tag="config", array_like=True):
 
 
 class Open(msgspec.Struct, tag="open", array_like=True):
-    """A run's export starts: ``prior_bytes`` of its log were written before (a resumed run's)."""
+    """A run's export starts: the first ``prior_bytes`` of its log were written before (a resumed run's)."""
 
     key: int
     run_dir: str
@@ -90,18 +96,32 @@ class Open(msgspec.Struct, tag="open", array_like=True):
     prior_bytes: int
 
 
-class Line(msgspec.Struct, tag="line", array_like=True):
+class Grow(msgspec.Struct, tag="grow", array_like=True):
+    """Fold the run's log lines that begin before byte ``through``."""
+
     key: int
-    line: bytes
+    through: int
 
 
 class Chunk(msgspec.Struct, tag="chunk", array_like=True):
+    """Fold through ``through``, then: the role's model call streamed its first chunk at ``at_ns``."""
+
     key: int
     role_id: str
     at_ns: int
+    through: int
 
 
 class Cut(msgspec.Struct, tag="cut", array_like=True):
+    """Fold through ``through``, then end the run's trace there."""
+
+    key: int
+    through: int
+
+
+class Close(msgspec.Struct, tag="close", array_like=True):
+    """Nothing more comes for this run (its listener is gone)."""
+
     key: int
 
 
@@ -111,14 +131,16 @@ class Spans(msgspec.Struct, tag="spans", array_like=True):
     json: bytes
 
 
+class Ready(msgspec.Struct, tag="ready", array_like=True):
+    """The sidecar's exporter is set up (the SDK imported and configured), after ``cpu_seconds`` of CPU."""
+
+    cpu_seconds: float
+
+
 class Log(msgspec.Struct, tag="log", array_like=True):
     level: int
     logger: str
     message: str
-
-
-class Ready(msgspec.Struct, tag="ready", array_like=True):
-    """The sidecar's exporter is set up (the SDK imported and configured)."""
 
 
 class Report(msgspec.Struct, tag="report", array_like=True):
@@ -127,8 +149,8 @@ class Report(msgspec.Struct, tag="report", array_like=True):
     cpu_seconds: float
 
 
-ToSidecar = Config | Open | Line | Chunk | Cut | Spans
-FromSidecar = Log | Ready | Report
+ToSidecar = Config | Open | Grow | Chunk | Cut | Close | Spans
+FromSidecar = Ready | Log | Report
 _encode = msgspec.msgpack.Encoder().encode
 
 
@@ -155,34 +177,44 @@ def read_frame(pipe: IO[bytes], decoder: msgspec.msgpack.Decoder) -> object | No
 # --- this process's side ------------------------------------------------------------------------------
 
 
-def _widen(pipe: IO[bytes] | None) -> None:
-    """Give the pipe ``_PIPE_BYTES`` of buffer where the system lets us (Linux): a batch of lines then
-    goes in one write, not in 64 KiB steps that each take the interpreter lock back from the runs."""
-    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
-    if pipe is not None and set_size is not None:
-        try:
-            fcntl.fcntl(pipe.fileno(), set_size, _PIPE_BYTES)
-        except OSError:  # above the system's limit (/proc/sys/fs/pipe-max-size): its default stays
-            pass
+@dataclass
+class _Progress:
+    """How far a run's log has grown (the run's thread writes ``through``) and what was shipped of it (the
+    writer thread's); ``closed`` once its listener is gone."""
 
+    key: int
+    through: int
+    shipped: int
+    #: lines handed over, and how many of them a shipped ``through`` covers
+    lines: int = 0
+    shipped_lines: int = 0
+    closed: bool = False
+
+    def close(self) -> None:
+        self.closed = True
 
 
 class SidecarListener(RunTrace):
-    """One run's live export, shipped to the sidecar."""
+    """One run's live export through the sidecar: a line costs an addition."""
 
-    def __init__(self, sidecar: SidecarSink, key: int) -> None:
+    def __init__(self, sidecar: SidecarSink, progress: _Progress) -> None:
         super().__init__(sidecar)
         self.sidecar = sidecar
-        self.key = key
+        self.progress = progress
 
     def hand_line(self, line: bytes) -> bool:
-        return self.sidecar.send(Line(self.key, line))
+        if self.sidecar.gone:
+            self.sidecar.unfolded += 1
+            return False
+        self.progress.through += len(line)
+        self.progress.lines += 1
+        return True
 
     def hand_chunk(self, role_id: str, at_ns: int) -> bool:
-        return self.sidecar.send(Chunk(self.key, role_id, at_ns))
+        return self.sidecar.send(Chunk(self.progress.key, role_id, at_ns, self.progress.through))
 
     def hand_cut(self) -> None:
-        self.sidecar.send(Cut(self.key), always=True)
+        self.sidecar.send(Cut(self.progress.key, self.progress.through), always=True)
 
 
 class SidecarSink:
@@ -192,22 +224,24 @@ class SidecarSink:
     def __init__(self, config: ExportConfig, *, handoff: int | None = None) -> None:
         """``handoff``: the outbox's bound in frames (default: the processor's queue size in spans)."""
         self.config = config
-        #: run-log events never shipped (a full outbox cut their run's trace, or the sidecar is gone)
+        #: run-log events never folded here (the sidecar is gone, or a full outbox cut their run's trace)
         self.unfolded = 0
         #: the writer thread's CPU time (``bench/otel_overhead.py`` reports it)
         self.busy_seconds = 0.0
-        #: the sidecar's CPU time, known once it reported (``close``)
+        #: the sidecar's CPU time, known once it reported (``close``), and the part its start took
         self.sidecar_cpu_seconds = 0.0
+        self.sidecar_start_cpu_seconds = 0.0
+        #: the pipe broke: the sidecar died (or never started)
+        self.gone = False
         self._bound = handoff or config.max_queue_size or _DEFAULT_BOUND
         self._outbox: deque[ToSidecar] = deque([Config(config)])
-        self._handed = 1
-        self._shipped = 0
+        self._runs: dict[int, _Progress] = {}
         self._keys = itertools.count(1)
         self._closed = False
-        self._gone = False  # the pipe broke: the sidecar died (or never started)
         self._report: ExportReport | None = None
         self._ready = threading.Event()
         self._stop = threading.Event()
+        self._lost_lock = threading.Lock()
         self._process = subprocess.Popen(
             [sys.executable, "-m", "orchestrator.observability.sidecarproc"],
             stdin=subprocess.PIPE,
@@ -215,7 +249,6 @@ class SidecarSink:
             env=dict(os.environ),
             start_new_session=True,  # a Ctrl-C in a terminal is for this process: the sidecar ends with its input
         )
-        _widen(self._process.stdin)
         self._writer = threading.Thread(target=self._write, name="otel-sidecar-write", daemon=True)
         self._reader = threading.Thread(target=self._read, name="otel-sidecar-read", daemon=True)
         self._writer.start()
@@ -226,51 +259,81 @@ class SidecarSink:
         return self.config.capture_content
 
     @property
+    def pid(self) -> int:
+        """The sidecar's process id."""
+        return self._process.pid
+
+    @property
     def pending(self) -> int:
-        """Frames handed over and not shipped yet (the bench waits for 0)."""
-        return self._handed - self._shipped
+        """Frames and runs' growth not shipped yet (the bench waits for 0)."""
+        return len(self._outbox) + sum(p.through > p.shipped for p in list(self._runs.values()))
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait until the sidecar's exporter is set up (a bench starts measuring then); ``False`` on timeout
+        or when it could not start. Never needed to export: what is shipped before waits in the pipe."""
+        return self._ready.wait(timeout)
 
     def listener(self, run_dir: Path, info: RunInfo) -> SidecarListener:
         """The listener for the run in ``run_dir``: the sidecar folds its log written so far first."""
+        log = run_dir.resolve() / "log.jsonl"
         try:
-            prior = (run_dir / "log.jsonl").stat().st_size
+            prior = log.stat().st_size
         except OSError:
             prior = 0
-        key = next(self._keys)
-        self.send(Open(key, str(run_dir), info, prior), always=True)
-        return SidecarListener(self, key)
+        progress = _Progress(next(self._keys), prior, prior)
+        self.send(Open(progress.key, str(log.parent), info, prior), always=True)
+        self._runs[progress.key] = progress  # after its ``Open`` is in the outbox (``_write`` relies on it)
+        listener = SidecarListener(self, progress)
+        weakref.finalize(listener, progress.close)
+        return listener
 
     def submit(self, spans: Sequence[SpanData]) -> None:
         """Ship finished spans; never blocks (a full outbox drops them: the sidecar never counts them)."""
         self.send(Spans(msgspec.json.encode(list(spans))))
 
     def send(self, frame: ToSidecar, *, always: bool = False) -> bool:
-        """Append ``frame`` to the outbox; ``False`` (a line counted in ``unfolded``) when it is full or the
-        sidecar is gone, unless ``always``."""
-        if self._closed or self._gone or (not always and len(self._outbox) >= self._bound):
-            if type(frame) is Line:
-                self.unfolded += 1
+        """Append ``frame`` to the outbox; ``False`` when it is full or the sidecar is gone, unless
+        ``always``."""
+        if self._closed or self.gone or (not always and len(self._outbox) >= self._bound):
             return False
-        self._handed += 1
         self._outbox.append(frame)
         return True
 
+    def _batch(self) -> tuple[list[ToSidecar], list[tuple[_Progress, int, int]]]:
+        """What to ship now, in the run's thread's order, and each run's position it ships. The positions
+        are read *before* the outbox is drained, so a run's ``Open`` comes before its first ``Grow``, and a
+        ``Chunk`` before a ``Grow`` past a line written after it."""
+        grown: list[ToSidecar] = []
+        positions: list[tuple[_Progress, int, int]] = []
+        for progress in list(self._runs.values()):
+            closed, through, lines = progress.closed, progress.through, progress.lines
+            if through > progress.shipped:
+                grown.append(Grow(progress.key, through))
+                positions.append((progress, through, lines))
+            if closed:
+                grown.append(Close(progress.key))
+                del self._runs[progress.key]
+        batch: list[ToSidecar] = []
+        while self._outbox:
+            batch.append(self._outbox.popleft())
+        return batch + grown, positions
+
     def _write(self) -> None:
-        """The writer thread: every ``_FLUSH_SECONDS`` (and once at ``close``), the outbox → the pipe."""
+        """The writer thread: every ``_FLUSH_SECONDS`` (and once at ``close``), what to ship → the pipe."""
         pipe = self._process.stdin
         assert pipe is not None
         while True:
             stopping = self._stop.wait(_FLUSH_SECONDS)
             started = time.thread_time()
-            batch: list[ToSidecar] = []
-            while self._outbox:
-                batch.append(self._outbox.popleft())
-            if batch and not self._gone:
+            batch, positions = self._batch()
+            if batch and not self.gone:
                 try:
                     write_frames(pipe, batch)
-                except (OSError, ValueError):  # the sidecar is gone: what it did not get is lost, counted
-                    self._lost(sum(type(frame) is Line for frame in batch))
-            self._shipped += len(batch)
+                except (OSError, ValueError):  # the sidecar is gone
+                    self._lost([progress for progress, _, _ in positions])
+                else:
+                    for progress, through, lines in positions:
+                        progress.shipped, progress.shipped_lines = through, lines
             self.busy_seconds += time.thread_time() - started
             if stopping:
                 break
@@ -279,10 +342,15 @@ class SidecarSink:
         except OSError:
             pass
 
-    def _lost(self, lines: int) -> None:
-        self.unfolded += lines
-        if not self._gone:
-            self._gone = True
+    def _lost(self, closed: Sequence[_Progress] = ()) -> None:
+        """The sidecar is gone: the lines not shipped to it are counted as not folded (what it held is
+        lost); ``closed``: runs of a batch that never arrived, no longer listed."""
+        with self._lost_lock:
+            if self.gone:
+                return
+            self.gone = True
+            runs = {id(p): p for p in (*self._runs.values(), *closed)}.values()
+            self.unfolded += sum(p.lines - p.shipped_lines for p in runs)
             logger.warning("the trace export's process ended early; spans are dropped from here (the run goes on)")
 
     def _read(self) -> None:
@@ -294,12 +362,13 @@ class SidecarSink:
             if isinstance(frame, Log):
                 logging.getLogger(frame.logger).log(frame.level, "%s", frame.message)
             elif isinstance(frame, Ready):
+                self.sidecar_start_cpu_seconds = frame.cpu_seconds
                 self._ready.set()
             elif isinstance(frame, Report):
                 self._report = frame.report
                 self.sidecar_cpu_seconds = frame.cpu_seconds
         if self._report is None and not self._closed:
-            self._lost(0)
+            self._lost()
 
     def report(self) -> ExportReport:
         """What became of the spans so far: the sidecar's figures are known once it reported."""
@@ -327,13 +396,3 @@ class SidecarSink:
                     except OSError:
                         pass
         return self.report()
-
-    def wait_ready(self, timeout: float) -> bool:
-        """Wait until the sidecar's exporter is set up (a bench starts measuring then); ``False`` on timeout
-        or when it could not start. Never needed to export: what is shipped before waits in the pipe."""
-        return self._ready.wait(timeout)
-
-    @property
-    def pid(self) -> int:
-        """The sidecar's process id."""
-        return self._process.pid

@@ -1,8 +1,9 @@
 """The trace export's own process (``sidecar``): ``python -m orchestrator.observability.sidecarproc``.
 
 It reads frames (``sidecar.ToSidecar``) from its standard input until it closes: the configuration first,
-then runs' lines, folded by an in-process ``SpanSink`` and ``live.TraceListener`` exactly as the export
-folds them without a sidecar. Its log records go back to the process that started it (``sidecar.Log``),
+then, per run, how far its log has grown; it reads the new lines from the run's ``log.jsonl`` and folds
+them with an in-process ``SpanSink`` and ``live.TraceListener``, exactly as the export folds them without a
+sidecar. Its log records go back to the process that started it (``sidecar.Log``),
 and so, at the end, does its ``ExportReport``. It ignores SIGINT: a Ctrl-C in a terminal reaches the whole
 process group, and the sidecar ends with its input, once it has sent what it holds.
 
@@ -26,9 +27,10 @@ from orchestrator.observability.live import TraceListener
 from orchestrator.observability.report import ExportReport
 from orchestrator.observability.sidecar import (
     Chunk,
+    Close,
     Config,
     Cut,
-    Line,
+    Grow,
     Log,
     Open,
     Ready,
@@ -64,28 +66,67 @@ class _Relay(logging.Handler):
         self.send(Log(record.levelno, record.name, self.format(record)))
 
 
+class _RunLog:
+    """One run's export here: its listener, and its log file read up to where the other process says it
+    has grown (the log is append-only: what is there stays)."""
+
+    def __init__(self, listener: TraceListener, path: Path, position: int) -> None:
+        self.listener = listener
+        self.path = path
+        self.position = position
+        self.file: IO[bytes] | None = None
+
+    def grow(self, through: int) -> None:
+        """Hand each line that begins before ``through`` to the fold, whole (a line is written whole
+        before its listener hears of it)."""
+        if through <= self.position:
+            return
+        if self.file is None:
+            try:
+                self.file = self.path.open("rb")  # kept open: the folder may be moved, the lines stay
+            except OSError:  # gone already: its lines cannot be folded
+                self.listener.cut_here()
+                return
+        self.file.seek(self.position)
+        data = self.file.read(through - self.position)
+        if data and not data.endswith(b"\n"):
+            data += self.file.readline()  # ``through`` counted lines as handed over: end on a whole one
+        self.position += len(data)
+        for line in data.split(b"\n"):
+            if line:
+                self.listener.line(line)
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+
+
 def _serve(sink: SpanSink, frames: IO[bytes]) -> None:
     decoder = msgspec.msgpack.Decoder(ToSidecar)
     spans = msgspec.json.Decoder(list[SpanData])
-    listeners: dict[int, TraceListener] = {}
+    runs: dict[int, _RunLog] = {}
     while (frame := read_frame(frames, decoder)) is not None:
-        if isinstance(frame, Line):
-            if (found := listeners.get(frame.key)) is not None:
-                found.line(frame.line)
-        elif isinstance(frame, Chunk):
-            if (found := listeners.get(frame.key)) is not None:
-                found.chunk(frame.role_id, frame.at_ns)
-        elif isinstance(frame, Cut):
-            if (found := listeners.get(frame.key)) is not None:
-                found.cut_here()
+        if isinstance(frame, Grow | Chunk | Cut | Close):
+            run = runs.get(frame.key)
+            if run is None:
+                continue
+            if isinstance(frame, Close):
+                run.close()
+                del runs[frame.key]
+                continue
+            run.grow(frame.through)
+            if isinstance(frame, Chunk):
+                run.listener.chunk(frame.role_id, frame.at_ns)
+            elif isinstance(frame, Cut):
+                run.listener.cut_here()
         elif isinstance(frame, Open):
-            for key in [key for key, known in listeners.items() if known.state.run_ended]:
-                del listeners[key]  # a long-lived service's finished runs (the fold set it, nothing follows)
             log = Path(frame.run_dir) / "log.jsonl"
             prior = read_fold_events(log, capture_content=sink.capture_content, limit=frame.prior_bytes)
-            listeners[frame.key] = TraceListener(sink, frame.info, prior)
+            runs[frame.key] = _RunLog(TraceListener(sink, frame.info, prior), log, frame.prior_bytes)
         elif isinstance(frame, Spans):
             sink.submit(spans.decode(frame.json))
+    for run in runs.values():
+        run.close()
 
 
 def main() -> int:
@@ -108,7 +149,7 @@ def main() -> int:
             pass
         relay.send(Report(ExportReport(submitted=0, exported=0), time.process_time()))
         return 0
-    relay.send(Ready())
+    relay.send(Ready(time.process_time()))
     try:
         _serve(sink, frames)
     finally:
