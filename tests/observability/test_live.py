@@ -22,7 +22,8 @@ from orchestrator.engine.controls import RunControls
 from orchestrator.engine.human import AnswersFile
 from orchestrator.engine.runner import RunOutcome, RunRequest, RunServices, execute_prepared, prepare_run
 from orchestrator.observability.config import ExportConfig
-from orchestrator.observability.live import CUT, TraceListener, attach_trace, run_info, run_listener
+from orchestrator.observability.live import attach_trace, run_info, run_listener
+from orchestrator.observability.runfold import CUT, TraceListener
 from orchestrator.observability.sink import SpanSink, to_readable
 from orchestrator.observability.spans import SpanData, fold_spans, span_id_for, timestamp_ns, trace_id_for
 from orchestrator.runlog import read_events
@@ -213,7 +214,7 @@ def test_a_listener_whose_fold_fails_stops_quietly(tmp_path: Path, caplog, monke
     def exploding(state: Any, event: Any) -> list[Any]:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("orchestrator.observability.live.fold_span", exploding)
+    monkeypatch.setattr("orchestrator.observability.runfold.fold_span", exploding)
     sink = Collect()
     listener = TraceListener(sink, run_info(tmp_path, _deployment(tmp_path)))
     line = (

@@ -1,7 +1,8 @@
 """The export in its own process (``observability.sidecar``): a real engine run's spans reach a loopback
 collector as the fold of its log gives them; a resumed run's sidecar folds the log written before it
 started once; a cut trace ends at the cut; a full outbox refuses at once; a sidecar killed, or sent
-Ctrl-C, costs spans, never the run."""
+Ctrl-C, costs spans, never the run; a real ``orchestrator serve`` exports through its sidecar, which ends
+with it."""
 
 from __future__ import annotations
 
@@ -14,16 +15,18 @@ from pathlib import Path
 import msgspec
 import trio
 from tests.engine.harness import FAST, call, finish, turn
-from tests.helpers import make_settings
+from tests.helpers import make_settings, process_gone, serve_script
 from tests.observability.collector import collector
 from tests.observability.test_spans import INFO, big_run, live
+from tests.service.server import serve_process, write_config
 
 from orchestrator.engine.runner import RunRequest, RunServices, execute_prepared, prepare_run
 from orchestrator.observability.config import ExportConfig
-from orchestrator.observability.live import CUT, attach_trace, run_info, run_listener
+from orchestrator.observability.live import attach_trace, run_info, run_listener
 from orchestrator.observability.report import ExportReport
+from orchestrator.observability.runfold import CUT
 from orchestrator.observability.sidecar import SidecarListener, SidecarSink, Spans
-from orchestrator.observability.spans import fold_spans
+from orchestrator.observability.spans import RunInfo, fold_spans, trace_id_for
 from orchestrator.runlog import read_events
 from orchestrator.runlog.events import RunEvent
 
@@ -164,3 +167,49 @@ def test_an_interrupt_leaves_the_sidecar_to_send_what_it_holds(tmp_path: Path, m
         report = sink.close()
     assert report == ExportReport(submitted=len(fold_spans(INFO, events)), exported=report.submitted)
     assert len(c.spans) == report.exported
+
+
+def _sidecars_of(pid: int) -> list[int]:
+    """The sidecar processes ``pid`` started (from /proc: their parent and command line)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = next((line.split()[1] for line in status.splitlines() if line.startswith("PPid:")), "")
+        if parent == str(pid) and b"orchestrator.observability.sidecarproc" in command:
+            found.append(int(entry.name))
+    return found
+
+
+async def test_orchestrator_serve_exports_its_runs_through_a_sidecar_that_ends_with_it(tmp_path: Path) -> None:
+    """The real service: a run's spans reach the collector as the fold of its log; the service's sidecar
+    is its child, and is gone once the service exited."""
+    with collector("record") as c:
+        async with serve_script(SCRIPT) as sim:
+            guild, deployment = write_config(tmp_path, sim.base_url, ROLES)
+            env = {"OTEL_EXPORTER_OTLP_ENDPOINT": c.url, "OTEL_BSP_SCHEDULE_DELAY": "50"}
+            async with serve_process(tmp_path, guild=guild, deployment=deployment, env=env) as server:
+                (sidecar,) = _sidecars_of(server.process.pid)
+                run_id = (await server.post("/api/runs", {"task": "traced through the service"})).json()["runId"]
+                await server.run_status(run_id, "success")
+
+                async def run_span() -> bool:
+                    return any(s.name == "run" for s in c.spans)
+
+                await server.wait_for(run_span, what="the run span at the collector")
+                assert await server.stop() == 0, server.stderr()
+            assert "Traceback" not in server.stderr()
+    with trio.fail_after(30):
+        while not process_gone(sidecar):  # noqa: ASYNC110 (a process, no event): the service's end closed its input
+            await trio.sleep(0.05)
+    run_dir = server.workspace / ".orchestration" / "runs" / run_id
+    expected = fold_spans(RunInfo(run_id=run_id, model="sim"), read_events(run_dir / "log.jsonl"))
+    assert sorted((s.name, int.from_bytes(s.span_id, "big")) for s in c.spans) == sorted(
+        (s.name, s.span_id) for s in expected
+    )
+    assert {int.from_bytes(s.trace_id, "big") for s in c.spans} == {trace_id_for(run_id)}

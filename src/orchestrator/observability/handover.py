@@ -11,10 +11,12 @@ folded event — a trace missing its end, never one folded across a gap.
 from __future__ import annotations
 
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from orchestrator.engine.run import DeltaSink, StreamDelta
 from orchestrator.runlog.events import LlmCallStart, RunEvent
+
+if TYPE_CHECKING:  # annotations only: the sidecar imports this module, and not the engine
+    from orchestrator.engine.run import DeltaSink, StreamDelta
 
 __all__ = ["RunTrace", "UnfoldedCounter"]
 

@@ -1,23 +1,15 @@
-"""The live trace export: a run-log line listener (``RunServices.log_line_listeners``) handing each
-written line to the sink's thread, where it is folded into spans exactly as ``export-trace`` folds the file.
-
-The run's thread only appends the line (immutable ``bytes``) to the sink's bounded hand-off
-(``SpanSubmitter.defer``): decoding, the fold and the SDK's conversion all happen on the sink's thread, which
-alone touches the run's ``TraceState`` from then on. When the hand-off is full, the run's trace is cut: the
-refused line and every later one are counted (``unfolded``) and never folded, and the spans still open are
-sent ended at the last folded event with ``error.type`` ``export_cut`` — a trace missing its end, never one
-folded across a gap. The engine knows nothing of it. A resumed run's listener first folds the log written so
-far without sending anything (the previous process sent those spans), so the spans still open at the restart
-end in this process with the ids and start times they had. A listener never raises into the run log: a
-fault in the fold is logged once and the export of that run stops.
+"""The live trace export's face to the commands: whether it is on (``open_sink``: a sidecar, when the
+variables or the deployment say so), each run's listener (``run_listener``) and how a run's services get
+it (``attach_trace``), and the end (``close_sink``). The listener on the run's thread only hands each
+written line over (``handover.RunTrace``); the fold runs in the sidecar (``sidecar``), or on an in-process
+sink's thread (``runfold.TraceListener``). The engine knows nothing of it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
 
 import trio
 
@@ -26,15 +18,13 @@ from orchestrator.config.deployment import Deployment, ObservabilityConfig
 from orchestrator.engine.runfolder import read_meta
 from orchestrator.engine.runner import RunServices
 from orchestrator.observability.config import export_config
-from orchestrator.observability.foldinput import event_decoder, read_fold_events
+from orchestrator.observability.foldinput import read_fold_events
 from orchestrator.observability.handover import RunTrace
+from orchestrator.observability.runfold import SpanSubmitter, TraceListener
 from orchestrator.observability.sidecar import SidecarSink
-from orchestrator.observability.spans import RunInfo, SpanData, TraceState, close_open, first_chunk, fold_span
+from orchestrator.observability.spans import RunInfo
 
 __all__ = [
-    "CUT",
-    "SpanSubmitter",
-    "TraceListener",
     "TraceSink",
     "attach_trace",
     "close_sink",
@@ -44,84 +34,11 @@ __all__ = [
 ]
 
 logger = logging.getLogger("orchestrator.observability")
-T = TypeVar("T")
-#: ``error.type`` of the spans still open when a run's trace is cut (the hand-off was full)
-CUT = "export_cut"
-
-
-class SpanSubmitter(Protocol):
-    """What a listener needs of a sink (``observability.sink.SpanSink``, or a test's)."""
-
-    #: run-log events never folded: refused by a full hand-off, or after their run's trace was cut
-    unfolded: int
-
-    @property
-    def capture_content(self) -> bool: ...
-
-    def submit(self, spans: Sequence[SpanData]) -> None: ...
-
-    def defer(self, fold: Callable[[T], Sequence[SpanData]], item: T, *, always: bool = False) -> bool:
-        """Run ``fold(item)`` on the sink's thread and send the spans it returns; ``False`` (counted in
-        ``unfolded``) when the hand-off is full, unless ``always``. Never blocks."""
-        ...
 
 
 #: Where runs' traces go: this process's export runs in a sidecar (``open_sink``); an in-process sink
 #: (``sink.SpanSink``, or a test's) folds on a thread of its own.
 TraceSink = SpanSubmitter | SidecarSink
-
-
-class TraceListener(RunTrace):
-    """One run's live export in this process: each written line is handed to the sink's thread, which
-    folds it (``fold_line``) into the run's ``TraceState``."""
-
-    def __init__(self, sink: SpanSubmitter, info: RunInfo, prior: Sequence[Mapping[str, Any]] = ()) -> None:
-        super().__init__(sink)
-        self.sink = sink
-        #: touched by the sink's thread only, once the first line is handed off
-        self.state = TraceState(info, capture_content=sink.capture_content)
-        #: what the fold reads of a line (``foldinput``), as ``export-trace`` decodes the file
-        self.decode = event_decoder(capture_content=sink.capture_content)
-        try:
-            for event in prior:  # already sent by the process that wrote them
-                fold_span(self.state, event)
-        except Exception:
-            self.broken = True
-            logger.exception("trace export of run %s is off: could not fold its log so far", info.run_id)
-
-    def hand_line(self, line: bytes) -> bool:
-        return self.sink.defer(self.fold_line, line)
-
-    def hand_chunk(self, role_id: str, at_ns: int) -> bool:
-        return self.sink.defer(self.fold_chunk, (role_id, at_ns))
-
-    def hand_cut(self) -> None:
-        self.sink.defer(self.fold_cut, None, always=True)
-
-    # --- the sink's thread ---------------------------------------------------------------------------
-
-    def fold_line(self, line: bytes) -> list[SpanData]:
-        """One log line, decoded as ``export-trace`` decodes the file (``foldinput``), folded (``spans.fold_span``)."""
-        event = self.decode(line)
-        return [] if event is None else self._guard(lambda: fold_span(self.state, event))
-
-    def fold_chunk(self, chunk: tuple[str, int]) -> list[SpanData]:
-        role_id, at = chunk
-        return self._guard(lambda: first_chunk(self.state, role_id, at))
-
-    def fold_cut(self, _: None) -> list[SpanData]:
-        """The spans still open when the trace was cut, ended at the last folded event."""
-        return self._guard(lambda: close_open(self.state, "the trace export's hand-off was full", error_type=CUT))
-
-    def _guard(self, fold: Callable[[], list[SpanData] | None]) -> list[SpanData]:
-        if self.broken:
-            return []
-        try:
-            return fold() or []
-        except Exception:  # the run must not notice: stop exporting this run, say so once
-            self.broken = True
-            logger.exception("trace export of run %s stopped: could not fold an event", self.state.info.run_id)
-            return []
 
 
 def attach_trace(services: RunServices, listener: RunTrace) -> None:

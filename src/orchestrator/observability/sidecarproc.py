@@ -23,8 +23,8 @@ from typing import IO
 import msgspec
 
 from orchestrator.observability.foldinput import read_fold_events
-from orchestrator.observability.live import TraceListener
 from orchestrator.observability.report import ExportReport
+from orchestrator.observability.runfold import TraceListener
 from orchestrator.observability.sidecar import (
     Chunk,
     Close,
