@@ -25,7 +25,8 @@ from orchestrator.observability.config import ExportConfig
 from orchestrator.observability.live import attach_trace, run_info, run_listener
 from orchestrator.observability.report import ExportReport
 from orchestrator.observability.runfold import CUT
-from orchestrator.observability.sidecar import SidecarListener, SidecarSink, Spans
+from orchestrator.observability.sidecar import SidecarListener, SidecarSink
+from orchestrator.observability.sidecarwire import Spans
 from orchestrator.observability.spans import RunInfo, fold_spans, trace_id_for
 from orchestrator.runlog import read_events
 from orchestrator.runlog.events import RunEvent

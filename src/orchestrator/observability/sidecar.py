@@ -11,7 +11,7 @@ on the run's thread a listener adds the line's length to its run's position (``_
 ``_FLUSH_SECONDS`` the writer thread ships each run's new position (``Grow``). The live export folds the
 log's own bytes, as ``export-trace`` does afterwards.
 
-The frames are length-prefixed MessagePack (``ToSidecar`` one way, ``FromSidecar`` the other): the
+The frames (``sidecarwire``) are length-prefixed MessagePack (``ToSidecar`` one way, ``FromSidecar`` the other): the
 configuration first; per run its ``Open`` (the run's folder, what the log does not say, and the log's size
 when the listener started: a resumed run's spans still open are folded from what was written before),
 ``Grow``, a model call's first streamed ``Chunk`` and a ``Cut`` (each saying how far the log had grown
@@ -31,7 +31,6 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import struct
 import subprocess
 import sys
 import threading
@@ -41,33 +40,31 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import msgspec
 
 from orchestrator.observability.config import ExportConfig
 from orchestrator.observability.handover import RunTrace
 from orchestrator.observability.report import ExportReport
+from orchestrator.observability.sidecarwire import (
+    Chunk,
+    Close,
+    Config,
+    Cut,
+    FromSidecar,
+    Grow,
+    Log,
+    Open,
+    Ready,
+    Report,
+    Spans,
+    ToSidecar,
+    read_frame,
+    write_frames,
+)
 from orchestrator.observability.tracestate import RunInfo, SpanData
 
-__all__ = [
-    "Chunk",
-    "Close",
-    "Config",
-    "Cut",
-    "FromSidecar",
-    "Grow",
-    "Log",
-    "Open",
-    "Ready",
-    "Report",
-    "SidecarListener",
-    "SidecarSink",
-    "Spans",
-    "ToSidecar",
-    "read_frame",
-    "write_frames",
-]
+__all__ = ["SidecarListener", "SidecarSink"]
 
 logger = logging.getLogger("orchestrator.observability")
 #: How often the writer thread ships the runs' positions (the sidecar folds on its own schedule).
@@ -77,101 +74,6 @@ _DEFAULT_BOUND = 2048
 #: How long ``close`` waits for the sidecar's report beyond ``shutdownTimeoutSeconds``: its start (the SDK's
 #: import) may not be over yet.
 _START_GRACE_SECONDS = 10.0
-_LENGTH = struct.Struct(">I")
-
-
-# --- the frames ---------------------------------------------------------------------------------------
-
-
-class Config(msgspec.Struct, tag="config", array_like=True):
-    config: ExportConfig
-
-
-class Open(msgspec.Struct, tag="open", array_like=True):
-    """A run's export starts: the first ``prior_bytes`` of its log were written before (a resumed run's)."""
-
-    key: int
-    run_dir: str
-    info: RunInfo
-    prior_bytes: int
-
-
-class Grow(msgspec.Struct, tag="grow", array_like=True):
-    """Fold the run's log lines that begin before byte ``through``."""
-
-    key: int
-    through: int
-
-
-class Chunk(msgspec.Struct, tag="chunk", array_like=True):
-    """Fold through ``through``, then: the role's model call streamed its first chunk at ``at_ns``."""
-
-    key: int
-    role_id: str
-    at_ns: int
-    through: int
-
-
-class Cut(msgspec.Struct, tag="cut", array_like=True):
-    """Fold through ``through``, then end the run's trace there."""
-
-    key: int
-    through: int
-
-
-class Close(msgspec.Struct, tag="close", array_like=True):
-    """Nothing more comes for this run (its listener is gone)."""
-
-    key: int
-
-
-class Spans(msgspec.Struct, tag="spans", array_like=True):
-    """Finished spans, as JSON: their 128-bit trace ids do not fit a MessagePack integer."""
-
-    json: bytes
-
-
-class Ready(msgspec.Struct, tag="ready", array_like=True):
-    """The sidecar's exporter is set up (the SDK imported and configured), after ``cpu_seconds`` of CPU."""
-
-    cpu_seconds: float
-
-
-class Log(msgspec.Struct, tag="log", array_like=True):
-    level: int
-    logger: str
-    message: str
-
-
-class Report(msgspec.Struct, tag="report", array_like=True):
-    report: ExportReport
-    #: the sidecar's CPU time, every thread (``bench/otel_overhead.py`` reports it)
-    cpu_seconds: float
-
-
-ToSidecar = Config | Open | Grow | Chunk | Cut | Close | Spans
-FromSidecar = Ready | Log | Report
-_encode = msgspec.msgpack.Encoder().encode
-
-
-def write_frames(pipe: IO[bytes], frames: Sequence[ToSidecar | FromSidecar]) -> None:
-    """Write ``frames`` (each its length, then its MessagePack) and flush."""
-    parts: list[bytes] = []
-    for frame in frames:
-        body = _encode(frame)
-        parts += (_LENGTH.pack(len(body)), body)
-    pipe.write(b"".join(parts))
-    pipe.flush()
-
-
-def read_frame(pipe: IO[bytes], decoder: msgspec.msgpack.Decoder) -> object | None:
-    """The next frame, ``None`` at the end of the stream (a torn last frame included)."""
-    head = pipe.read(_LENGTH.size)
-    if len(head) < _LENGTH.size:
-        return None
-    (size,) = _LENGTH.unpack(head)
-    body = pipe.read(size)
-    return decoder.decode(body) if len(body) == size else None
 
 
 # --- this process's side ------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """The trace export's own process (``sidecar``): ``python -m orchestrator.observability.sidecarproc``.
 
-It reads frames (``sidecar.ToSidecar``) from its standard input until it closes: the configuration first,
+It reads frames (``sidecarwire.ToSidecar``) from its standard input until it closes: the configuration first,
 then, per run, how far its log has grown; it reads the new lines from the run's ``log.jsonl`` and folds
 them with an in-process ``SpanSink`` and ``live.TraceListener``, exactly as the export folds them without a
-sidecar. Its log records go back to the process that started it (``sidecar.Log``),
+sidecar. Its log records go back to the process that started it (``sidecarwire.Log``),
 and so, at the end, does its ``ExportReport``. It ignores SIGINT: a Ctrl-C in a terminal reaches the whole
 process group, and the sidecar ends with its input, once it has sent what it holds.
 
@@ -25,7 +25,7 @@ import msgspec
 from orchestrator.observability.foldinput import read_fold_events
 from orchestrator.observability.report import ExportReport
 from orchestrator.observability.runfold import TraceListener
-from orchestrator.observability.sidecar import (
+from orchestrator.observability.sidecarwire import (
     Chunk,
     Close,
     Config,
