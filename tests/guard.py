@@ -8,9 +8,11 @@
   anywhere, inside trio's run loop included, and once left a run behind that failed the next test with
   "Attempted to call run() from inside a run()".) pytest-timeout stays as the backstop for code that
   cannot be cancelled, set past the largest deadline; sync tests get it scaled by the slowness.
-* **Processes left behind.** Every process the run starts inherits :data:`RUN_VARIABLE`; when the
-  session ends, the controller kills any that are still alive (a worker that died, a test that forgot
-  one) and names them in the summary.
+* **Processes left behind.** Every process the run starts inherits :data:`RUN_VARIABLE`, and the
+  controller is a child subreaper (Linux), so a process whose parent died first is re-parented to it,
+  marker or not (a tool's subprocess gets a scrubbed environment). When the session ends, the controller
+  kills any of either still alive (a worker that died, a test that forgot one), names them in the
+  summary, and reaps what was re-parented to it.
 * **Parallel by module.** ``-n auto`` is a worker per core plus one. Under xdist, tests are sent to
   workers a module at a time (their module fixtures, a served UI or a built wheel, are made once),
   unless an ``xdist_group`` mark puts them in a named group of their own.
@@ -18,8 +20,10 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from inspect import iscoroutinefunction
@@ -28,13 +32,15 @@ from typing import Any
 
 import pytest
 import trio
-from tests.proctable import marked_pids, proc_stat
+from tests.proctable import children_of, marked_pids, proc_stat
 from tests.slowness import FACTOR_VARIABLE, MAX_FACTOR, calibrate, slowness
 
 #: Inherited by every process the run starts; its value names this run.
 RUN_VARIABLE = "ORCHESTRATOR_TEST_RUN"
 #: A trio test's pytest-timeout backstop: past its largest deadline, so the deadline fires first.
 BACKSTOP_MARGIN = 30.0
+#: ``prctl`` option: orphaned descendants are re-parented to this process rather than to PID 1.
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -45,8 +51,17 @@ def pytest_configure(config: pytest.Config) -> None:
     if _is_worker(config):
         return
     os.environ.setdefault(RUN_VARIABLE, uuid.uuid4().hex)
+    _adopt_orphans()
     if FACTOR_VARIABLE not in os.environ:
         os.environ[FACTOR_VARIABLE] = f"{calibrate():.2f}"
+
+
+def _adopt_orphans() -> None:
+    """Make this process a child subreaper (Linux; elsewhere nothing changes)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _slowness_line() -> str:
@@ -127,13 +142,17 @@ def _describe(pid: int) -> str:
     return f"{pid} ({command.strip()[:120]})"
 
 
+@pytest.hookimpl(trylast=True)  # after xdist has shut its workers down
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if _is_worker(session.config):
         return
     run = os.environ.get(RUN_VARIABLE)
     if not run:
         return
-    leftovers = {pid for pid in marked_pids(RUN_VARIABLE, run) - {os.getpid()} if proc_stat(pid) is not None}
+    children = children_of(os.getpid())  # after the workers: what was re-parented here, exited or not
+    adopted = {pid for pid in children if (stat := proc_stat(pid)) is not None and stat[0] != "Z"}
+    marked = {pid for pid in marked_pids(RUN_VARIABLE, run) - {os.getpid()} if proc_stat(pid) is not None}
+    leftovers = marked | adopted
     named = [_describe(pid) for pid in sorted(leftovers)]
     for pid in leftovers:
         for kill in (os.killpg, os.kill):
@@ -141,7 +160,24 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
                 kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+    _reap(children)
     session.config.stash[_LEFTOVERS] = named
+
+
+def _reap(children: set[int], seconds: float = 5.0) -> None:
+    """Reap ``children`` (re-parented here: nobody else waits for them) once they have exited, each killed
+    one included; bounded."""
+    deadline = time.monotonic() + seconds
+    waiting = set(children)
+    while waiting and time.monotonic() < deadline:
+        for pid in list(waiting):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    waiting.discard(pid)
+            except ChildProcessError:  # reaped already, or not ours
+                waiting.discard(pid)
+        if waiting:
+            time.sleep(0.01)
 
 
 _LEFTOVERS = pytest.StashKey[list[str]]()

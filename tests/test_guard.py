@@ -1,11 +1,19 @@
-"""The suite's own guard rails: the slowness factor and the deadline that cancels a hung trio test."""
+"""The suite's own guard rails: the slowness factor, the deadline that cancels a hung trio test, and the
+processes a session leaves behind (marked or adopted) killed at its end."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
 
 import pytest
 import trio
 from tests import slowness as slowness_module
-from tests.guard import DeadlineExceeded, _run_within
+from tests.guard import RUN_VARIABLE, DeadlineExceeded, _run_within
+from tests.helpers import REPO, process_gone
 from tests.slowness import FACTOR_VARIABLE, MAX_FACTOR, budget, slowness
 
 
@@ -44,3 +52,48 @@ def test_a_hung_trio_function_is_cancelled_and_the_next_run_starts_clean(monkeyp
 
     assert trio.run(quick) == "ok"  # no run was left behind
     assert _run_within(5, "quick")(quick) == "ok"
+
+
+ORPHAN_TEST = """
+import os
+import pathlib
+import subprocess
+import time
+
+
+def test_leaves_a_process_without_the_marker_behind() -> None:
+    pid_file = pathlib.Path(os.environ["ORPHAN_PID_FILE"])
+    # a background process of a shell that ends at once, with an empty environment: no marker, no parent
+    subprocess.run(["sh", "-c", f"env -i sh -c 'echo $$ > {pid_file}; exec sleep 120' &"], check=True)
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text().strip()):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+"""
+
+
+def test_a_process_without_the_marker_whose_parent_died_is_found_and_killed(tmp_path: Path) -> None:
+    """The controller adopts orphans (a child subreaper): one that carries no marker is still named in the
+    summary and killed when the session ends."""
+    (tmp_path / "test_orphan.py").write_text(ORPHAN_TEST)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    pid_file = tmp_path / "orphan.pid"
+    env = {
+        **os.environ,
+        RUN_VARIABLE: uuid.uuid4().hex,  # a run of its own: its end must not touch this run's processes
+        "ORPHAN_PID_FILE": str(pid_file),
+        "PYTHONPATH": str(REPO),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "tests.guard", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 processes outlived their tests and were killed" in done.stdout
+    pid = int(pid_file.read_text())
+    assert f"{pid} (sleep 120)" in done.stdout
+    assert process_gone(pid)

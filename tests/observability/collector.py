@@ -31,6 +31,8 @@ class Collector:
         self.spans: list[Span] = []
         self.headers: list[dict[str, str]] = []
         self.requests = 0
+        #: the spans each request carried, in the order received (also when answering 500)
+        self.batch_sizes: list[int] = []
         self.in_flight = 0
         self.received = threading.Event()
         self._release = threading.Event()
@@ -45,18 +47,19 @@ class Collector:
             self.requests += 1
             self.in_flight += 1
             self.headers.append(headers)
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        spans = [span for resource in request.resource_spans for scope in resource.scope_spans for span in scope.spans]
+        with self._lock:
+            self.batch_sizes.append(len(spans))
         self.received.set()
         try:
             if self.mode == "fail":
                 return 500
             if self.mode == "slow":
                 self._release.wait(self.hold_seconds)
-            request = ExportTraceServiceRequest()
-            request.ParseFromString(body)
             with self._lock:
-                for resource in request.resource_spans:
-                    for scope in resource.scope_spans:
-                        self.spans.extend(scope.spans)
+                self.spans.extend(spans)
             return 200
         finally:
             with self._lock:

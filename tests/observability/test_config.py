@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 from orchestrator.config.deployment import ObservabilityConfig
 from orchestrator.config.secrets import looks_secret, tool_environment
 from orchestrator.observability.config import DEFAULT_ENDPOINT, export_config, parse_headers
 from orchestrator.observability.live import open_sink
+from orchestrator.observability.report import ExportReport
 
 BLOCK = ObservabilityConfig(endpoint="http://collector:4318/", service_name="from-file", capture_message_content=True)
 
@@ -64,7 +67,13 @@ def test_headers_are_parsed_and_kept_secret() -> None:
 
 
 def test_a_sink_that_cannot_start_leaves_the_process_untraced(caplog) -> None:
+    """The SDK refuses the configuration in the export's own process (``sidecar``): it says so here, and
+    takes what is shipped to it without exporting it."""
+    caplog.set_level(logging.WARNING)
     block = ObservabilityConfig(max_queue_size=-5)  # refused by the SDK (the file's rules refuse it too)
-    assert open_sink({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}, block) is None
+    sink = open_sink({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}, block)
+    assert sink is not None
+    sink.submit([])
+    assert sink.close() == ExportReport(submitted=0, exported=0)
     assert "trace export is off: it could not start (ValueError" in caplog.text
     assert open_sink({}, None) is None

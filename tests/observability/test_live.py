@@ -4,7 +4,6 @@ giving the same spans."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,9 @@ from orchestrator.engine.controls import RunControls
 from orchestrator.engine.human import AnswersFile
 from orchestrator.engine.runner import RunOutcome, RunRequest, RunServices, execute_prepared, prepare_run
 from orchestrator.observability.config import ExportConfig
-from orchestrator.observability.live import CUT, TraceListener, attach_trace, run_info, run_listener
+from orchestrator.observability.live import attach_trace, run_info, run_listener
 from orchestrator.observability.sink import SpanSink, to_readable
-from orchestrator.observability.spans import SpanData, fold_spans, span_id_for, timestamp_ns, trace_id_for
+from orchestrator.observability.spans import fold_spans, span_id_for, timestamp_ns, trace_id_for
 from orchestrator.runlog import read_events
 from orchestrator.runlog.events import RunEvent
 
@@ -207,28 +206,6 @@ async def test_content_capture_goes_through_the_logs_redaction(tmp_path: Path, s
     assert any("gen_ai.tool.call.arguments" in s.attributes for s in spans)
 
 
-def test_a_listener_whose_fold_fails_stops_quietly(tmp_path: Path, caplog, monkeypatch) -> None:
-    from tests.observability.test_spans import Collect
-
-    def exploding(state: Any, event: Any) -> list[Any]:
-        raise RuntimeError("boom")
-
-    monkeypatch.setattr("orchestrator.observability.live.fold_span", exploding)
-    sink = Collect()
-    listener = TraceListener(sink, run_info(tmp_path, _deployment(tmp_path)))
-    line = (
-        b'{"timestamp":"2026-01-01T09:00:00.000Z","type":"role_start","payload":{"role":"lead","roleId":"lead-0-1",'
-        b'"depth":0,"task":"t"}}'
-    )
-    start = msgspec.json.decode(line, type=RunEvent)
-    listener(start, line)  # the fold raises: swallowed, logged once
-    listener(start, line)
-    assert listener.broken and sink.spans == [] and sink.unfolded == 0
-    assert [r.message for r in caplog.records].count(
-        f"trace export of run {tmp_path.name} stopped: could not fold an event"
-    ) == 1
-
-
 def _deployment(tmp_path: Path) -> Any:
     return make_settings(tmp_path, "http://127.0.0.1:9/v1").deployment
 
@@ -261,38 +238,3 @@ async def test_a_resumed_runs_listener_folds_the_log_on_disk_first_and_sends_onl
     coder = next(s for s in later.values() if s.name == "invoke_agent coder")
     assert coder.start_time == whole[coder.context.span_id].start_ns  # started in the "first process"
     assert {s.name for s in later.values()} >= {"run", "invoke_agent lead", "invoke_agent planner", "plan_modification"}
-
-
-def test_a_full_hand_off_cuts_the_trace_and_counts_the_events_not_folded(caplog) -> None:
-    """The sink's thread held busy: the hand-off (4 entries) fills, the run's trace is cut there — the spans
-    open at the cut are sent ended, marked ``export_cut``, every parent sent — and the rest is counted."""
-    from tests.observability.test_spans import INFO, big_run
-
-    exporter = InMemorySpanExporter()
-    sink = SpanSink(ExportConfig(endpoint="memory://", shutdown_timeout_seconds=10), exporter, handoff=4)
-    entered, release = threading.Event(), threading.Event()
-
-    def hold(_: None) -> list[SpanData]:
-        entered.set()
-        release.wait(10)
-        return []
-
-    assert sink.defer(hold, None)
-    assert entered.wait(10)  # the sink's thread folds nothing more until released
-    listener = TraceListener(sink, INFO)
-    events = big_run(20)
-    for event in events:
-        typed = msgspec.convert(event, RunEvent)
-        listener(typed, msgspec.json.encode(typed))
-    assert listener.cut
-    release.set()
-    report = sink.close()
-    assert report.unfolded == len(events) - 4 and report.dropped == 0
-    spans = exporter.get_finished_spans()
-    expected = fold_spans(INFO, events[:4])  # the first four folded, the open ones ended at the fourth
-    assert sorted(s.context.span_id for s in spans) == sorted(s.span_id for s in expected)
-    sent = {s.context.span_id for s in spans}
-    assert all(s.parent is None or s.parent.span_id in sent for s in spans)
-    cut = [s for s in spans if s.attributes.get("error.type") == CUT]
-    assert {s.name for s in cut} >= {"run", "invoke_agent lead"}
-    assert f"trace export: {report.unfolded} run-log events not folded" in caplog.text

@@ -11,7 +11,7 @@ import msgspec
 from tests.flow.fixtures import SCENARIOS
 from tests.flow.script import Instance, Script
 
-from orchestrator.observability.live import TraceListener
+from orchestrator.observability.runfold import TraceListener
 from orchestrator.observability.spans import (
     RunInfo,
     SpanData,

@@ -118,10 +118,12 @@ def event_decoder(*, capture_content: bool) -> EventDecoder:
     return decode_line if capture_content else _decode
 
 
-def read_fold_events(path: Path, *, capture_content: bool) -> list[dict[str, Any]]:
-    """Every foldable event of a log (``read_events`` for the fold); ``[]`` when absent."""
+def read_fold_events(path: Path, *, capture_content: bool, limit: int | None = None) -> list[dict[str, Any]]:
+    """Every foldable event of a log (``read_events`` for the fold), or of its first ``limit`` bytes (what
+    was written when a listener started); ``[]`` when absent."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as log:
+            data = log.read() if limit is None else log.read(limit)
     except FileNotFoundError:
         return []
     decode = event_decoder(capture_content=capture_content)

@@ -8,7 +8,7 @@ a trace of its own), so every call of a session lines up in one view, each span 
 from __future__ import annotations
 
 from orchestrator.observability import attributes as a
-from orchestrator.observability.live import SpanSubmitter
+from orchestrator.observability.live import TraceSink
 from orchestrator.observability.tracestate import AttrValue, SpanData, span_id_for, trace_id_for
 from orchestrator.workflow.server import CallRecord
 
@@ -53,7 +53,7 @@ def call_span(record: CallRecord) -> SpanData:
 class McpCallExporter:
     """``WorkflowMCP.call_listeners`` entry: each call's span to the sink (an enqueue, never a wait)."""
 
-    def __init__(self, sink: SpanSubmitter) -> None:
+    def __init__(self, sink: TraceSink) -> None:
         self.sink = sink
 
     def __call__(self, record: CallRecord) -> None:

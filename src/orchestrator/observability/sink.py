@@ -6,7 +6,8 @@ OTLP/HTTP exporter, in the processor's own thread.
 sink's bounded hand-off (a deque): the trio code that calls them never waits on the network, nor folds or
 converts anything (the sink's thread does, every 200 ms). A collector that is down, slow or refusing costs
 spans, not time: a full hand-off refuses what is handed to it (a refused log line cuts its run's trace,
-see ``live``), a full processor queue drops its oldest, a failed export drops its batch; all are counted
+see ``live``), a full processor queue drops its oldest, a failed export drops its batch (and a collector
+not known to answer is probed with a few spans before a whole batch is encoded for it); all are counted
 (``ExportReport``) and the first failure is logged once. ``close`` is the one blocking call, bounded by
 ``shutdownTimeoutSeconds``; async callers run it in a worker thread.
 """
@@ -18,7 +19,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -30,6 +30,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 
 from orchestrator import __version__
 from orchestrator.observability.config import ExportConfig
+from orchestrator.observability.report import ExportReport
 from orchestrator.observability.spans import SpanData
 
 __all__ = ["ExportReport", "SpanSink", "to_readable"]
@@ -49,23 +50,11 @@ _POLL_SECONDS = 0.2
 #: After a failed export, batches are dropped unsent for this long, doubling while it fails, up to the max.
 _BACKOFF_FIRST = 1.0
 _BACKOFF_MAX = 30.0
+#: The spans a probe sends: the first export, and the first after a back-off, sends only these first.
+_PROBE_SPANS = 8
 T = TypeVar("T")
 #: one hand-off entry: a fold and its input (``_given`` for spans already finished)
 _Work = tuple[Callable[[Any], Sequence[SpanData]], object]
-
-
-@dataclass(frozen=True)
-class ExportReport:
-    """What became of the spans handed to a sink."""
-
-    submitted: int
-    exported: int
-    #: run-log events never folded (a full hand-off cut their run's trace): their spans are not counted
-    unfolded: int = 0
-
-    @property
-    def dropped(self) -> int:
-        return self.submitted - self.exported
 
 
 def _given(spans: Sequence[SpanData]) -> Sequence[SpanData]:
@@ -99,15 +88,24 @@ def to_readable(span: SpanData, resource: Resource) -> ReadableSpan:
 
 
 class _Counting(SpanExporter):
-    """Wraps the real exporter: counts what it delivered, logs the first failure once, and after a failure
-    drops what comes without encoding or sending it for a while (``_BACKOFF_*``, doubling while it fails):
-    a collector that is down or refusing costs the process a request now and then, not one per batch."""
+    """Wraps the real exporter: counts what it delivered and logs the first failure once. Encoding a batch
+    costs the process ~30 µs a span (the SDK's protobuf encoder, under the interpreter lock the runs share),
+    so a collector not known to answer is never sent a whole batch:
+
+    - after a failed export, batches are dropped without being encoded or sent for a while (``_BACKOFF_*``,
+      doubling while it fails): a collector that is down or refusing costs a request now and then, not one
+      per batch;
+    - the first export, and the first after each back-off, is a probe: only the batch's first
+      ``_PROBE_SPANS`` spans are sent, and the rest follows only once the collector took them (when it did
+      not, the rest is dropped unsent, counted).
+    """
 
     def __init__(self, inner: SpanExporter, endpoint: str) -> None:
         self.inner = inner
         self.endpoint = endpoint
         self.exported = 0
         self._warned = False
+        self._answering = False  # the last export succeeded: whole batches go out
         self._backoff = 0.0
         self._resume_at = 0.0
         self._lock = threading.Lock()
@@ -120,12 +118,20 @@ class _Counting(SpanExporter):
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self.paused:
             return SpanExportResult.FAILURE
+        if self._answering or len(spans) <= _PROBE_SPANS:
+            return self._send(spans)
+        if self._send(spans[:_PROBE_SPANS]) is SpanExportResult.FAILURE:
+            return SpanExportResult.FAILURE
+        return self._send(spans[_PROBE_SPANS:])
+
+    def _send(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
             result = self.inner.export(spans)
         except Exception:  # an exporter must not take the worker thread down
             result = SpanExportResult.FAILURE
         with self._lock:
-            if result is SpanExportResult.SUCCESS:
+            self._answering = result is SpanExportResult.SUCCESS
+            if self._answering:
                 self.exported += len(spans)
                 self._backoff = 0.0
             else:

@@ -37,7 +37,7 @@ from orchestrator.engine.runner import (
 )
 from orchestrator.engine.state import RunState
 from orchestrator.llm import LlmTimeouts
-from orchestrator.observability.live import SpanSubmitter, run_listener
+from orchestrator.observability.live import TraceSink, run_listener
 from orchestrator.projectsettings import read_project_settings, resolve_effort, resolve_log_level
 from orchestrator.service import queue as q
 from orchestrator.service.active import ActiveRun
@@ -121,7 +121,7 @@ class Service:
         meta_reader: MetaReader = read_meta,
         seal: QueueSeal | None = None,
         trust: TrustReport | None = None,
-        trace_sink: SpanSubmitter | None = None,
+        trace_sink: TraceSink | None = None,
     ) -> None:
         """``meta_reader`` reads a run folder's ``meta.json`` for the scheduler (tests pass a counting one).
         ``seal``: binds queue items to this service (``serve`` always passes one; without it every item in

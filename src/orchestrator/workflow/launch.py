@@ -25,7 +25,7 @@ from orchestrator.workflow.stdio import Tap, serve_stdio
 from orchestrator.workflow.tools.runtime import JsonLog
 
 if TYPE_CHECKING:
-    from orchestrator.observability.sink import SpanSink
+    from orchestrator.observability.sidecar import SidecarSink
 
 __all__ = ["run_stdio", "serve_main"]
 
@@ -69,7 +69,7 @@ def _config_error(log: JsonLog, message: str) -> int:
     return 2
 
 
-def _trace_export(server: WorkflowMCP, env: Mapping[str, str]) -> SpanSink | None:
+def _trace_export(server: WorkflowMCP, env: Mapping[str, str]) -> SidecarSink | None:
     """Each tool call as a span (docs/observability.md) when an OTLP endpoint is set; the OpenTelemetry
     modules are imported only then, so a server without it starts as fast as before."""
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true" or not (

@@ -197,3 +197,25 @@ async def test_a_plan_modification_over_http_aborts_the_work_below_the_root(tmp_
     lead_last = next(r for r in requests if r["turn"] == 2)["body"]["input"]
     assert lead_last[-1]["content"].startswith("[Operator plan modification")
     assert "use the fast path" in lead_last[-1]["content"]
+
+
+async def test_a_stop_still_ending_after_the_bound_answers_202_running_then_settles(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """``POST /stop`` waits, bounded, for the run to settle; past the bound (here none at all) it answers 202
+    with ``running``, and the run settles ``cancelled`` all the same."""
+    monkeypatch.setattr("orchestrator.service.core.STOP_WAIT_SECONDS", 0.0)
+    script = {
+        "turns": [
+            turn("lead", call("agent", role="coder", task="wait for an answer")),
+            turn("coder", call("ask_human", question="Hold on?", context="a question nobody answers")),
+        ]
+    }
+    async with serve_script(script) as sim, inprocess_server(tmp_path, sim.base_url, ROLES) as server:
+        run_id = (await server.post("/api/runs", {"task": "to be stopped"})).json()["runId"]
+        await _pending_question(server)
+        stopped = await server.post(f"/api/runs/{run_id}/stop")
+        assert stopped.status_code == 202
+        assert stopped.json() == {"ok": True, "runId": run_id, "status": "running"}
+        view = await server.run_status(run_id, "cancelled")
+        assert view["error"]["message"] == "the operator stopped the run (through the HTTP API)"

@@ -1,0 +1,300 @@
+"""The trace export in a process of its own: this process tells it how far each run's log has grown, and
+that process (``python -m orchestrator.observability.sidecarproc``) reads the new lines from the log file,
+folds them into spans and exports them with the OpenTelemetry SDK exactly as an in-process ``SpanSink``
+does.
+
+Why a process: the decode, the fold, the SDK's span objects and above all its protobuf encoder (~30 µs a
+span) are Python work under the interpreter lock, and in the service's process that lock is the runs', the
+HTTP API's and the UI stream's. Why the file: every line handed to a listener is already written to the
+run's ``log.jsonl`` (``runlog/writer.py:RunLog``), so what crosses the pipe is a position, not the line:
+on the run's thread a listener adds the line's length to its run's position (``_Progress``); every
+``_FLUSH_SECONDS`` the writer thread ships each run's new position (``Grow``). The live export folds the
+log's own bytes, as ``export-trace`` does afterwards.
+
+The frames (``sidecarwire``) are length-prefixed MessagePack (``ToSidecar`` one way, ``FromSidecar`` the other): the
+configuration first; per run its ``Open`` (the run's folder, what the log does not say, and the log's size
+when the listener started: a resumed run's spans still open are folded from what was written before),
+``Grow``, a model call's first streamed ``Chunk`` and a ``Cut`` (each saying how far the log had grown
+then, so the sidecar folds up to there first: the order of the run's thread is kept), and ``Close`` once
+the listener is gone; finished spans (the workflow server's tool calls). Back come the sidecar's
+``Ready``, its log records (re-logged here, so they go where this process's logging goes) and, at the end,
+its ``ExportReport``. The sidecar ends when its standard input closes: ``close`` here, or this process's
+end, whatever way it ends.
+
+Never blocks a run: a full outbox (``_DEFAULT_BOUND`` frames: chunks and spans) refuses what is handed to
+it, which cuts that run's trace (``handover``); a sidecar that died or never started costs spans (counted
+as not folded, logged once), not the run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from orchestrator.observability.config import ExportConfig
+from orchestrator.observability.handover import RunTrace
+from orchestrator.observability.report import ExportReport
+from orchestrator.observability.sidecarwire import (
+    Chunk,
+    Close,
+    Config,
+    Cut,
+    FromSidecar,
+    Grow,
+    Log,
+    Open,
+    Ready,
+    Report,
+    Spans,
+    ToSidecar,
+    read_frame,
+    write_frames,
+)
+from orchestrator.observability.tracestate import RunInfo, SpanData
+
+__all__ = ["SidecarListener", "SidecarSink"]
+
+logger = logging.getLogger("orchestrator.observability")
+#: How often the writer thread ships the runs' positions (the sidecar folds on its own schedule).
+_FLUSH_SECONDS = 0.1
+#: The outbox's bound in frames when the configuration does not set the queue size.
+_DEFAULT_BOUND = 2048
+#: How long ``close`` waits for the sidecar's report beyond ``shutdownTimeoutSeconds``: its start (the SDK's
+#: import) may not be over yet.
+_START_GRACE_SECONDS = 10.0
+
+
+# --- this process's side ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Progress:
+    """How far a run's log has grown (the run's thread writes ``through``) and what was shipped of it (the
+    writer thread's); ``closed`` once its listener is gone."""
+
+    key: int
+    through: int
+    shipped: int
+    #: lines handed over, and how many of them a shipped ``through`` covers
+    lines: int = 0
+    shipped_lines: int = 0
+    closed: bool = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class SidecarListener(RunTrace):
+    """One run's live export through the sidecar: a line costs an addition."""
+
+    def __init__(self, sidecar: SidecarSink, progress: _Progress) -> None:
+        super().__init__(sidecar)
+        self.sidecar = sidecar
+        self.progress = progress
+
+    def hand_line(self, line: bytes) -> bool:
+        if self.sidecar.gone:
+            self.sidecar.unfolded += 1
+            return False
+        self.progress.through += len(line)
+        self.progress.lines += 1
+        return True
+
+    def hand_chunk(self, role_id: str, at_ns: int) -> bool:
+        return self.sidecar.send(Chunk(self.progress.key, role_id, at_ns, self.progress.through))
+
+    def hand_cut(self) -> None:
+        self.sidecar.send(Cut(self.progress.key, self.progress.through), always=True)
+
+
+class SidecarSink:
+    """A process's trace export, run by a sidecar process: many runs may export through one; ``close``
+    once at the end (the one blocking call, bounded; async callers run it in a worker thread)."""
+
+    def __init__(self, config: ExportConfig, *, handoff: int | None = None) -> None:
+        """``handoff``: the outbox's bound in frames (default: the processor's queue size in spans)."""
+        self.config = config
+        #: run-log events never folded here (the sidecar is gone, or a full outbox cut their run's trace)
+        self.unfolded = 0
+        #: the writer thread's CPU time (``bench/otel_overhead.py`` reports it)
+        self.busy_seconds = 0.0
+        #: the sidecar's CPU time, known once it reported (``close``), and the part its start took
+        self.sidecar_cpu_seconds = 0.0
+        self.sidecar_start_cpu_seconds = 0.0
+        #: the pipe broke: the sidecar died (or never started)
+        self.gone = False
+        self._bound = handoff or config.max_queue_size or _DEFAULT_BOUND
+        self._outbox: deque[ToSidecar] = deque([Config(config)])
+        self._runs: dict[int, _Progress] = {}
+        self._keys = itertools.count(1)
+        self._closed = False
+        self._report: ExportReport | None = None
+        self._ready = threading.Event()
+        self._stop = threading.Event()
+        self._lost_lock = threading.Lock()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "orchestrator.observability.sidecarproc"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=dict(os.environ),
+            start_new_session=True,  # a Ctrl-C in a terminal is for this process: the sidecar ends with its input
+        )
+        self._writer = threading.Thread(target=self._write, name="otel-sidecar-write", daemon=True)
+        self._reader = threading.Thread(target=self._read, name="otel-sidecar-read", daemon=True)
+        self._writer.start()
+        self._reader.start()
+
+    @property
+    def capture_content(self) -> bool:
+        return self.config.capture_content
+
+    @property
+    def pid(self) -> int:
+        """The sidecar's process id."""
+        return self._process.pid
+
+    @property
+    def pending(self) -> int:
+        """Frames and runs' growth not shipped yet (the bench waits for 0)."""
+        return len(self._outbox) + sum(p.through > p.shipped for p in list(self._runs.values()))
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait until the sidecar's exporter is set up (a bench starts measuring then); ``False`` on timeout
+        or when it could not start. Never needed to export: what is shipped before waits in the pipe."""
+        return self._ready.wait(timeout)
+
+    def listener(self, run_dir: Path, info: RunInfo) -> SidecarListener:
+        """The listener for the run in ``run_dir``: the sidecar folds its log written so far first."""
+        log = run_dir.resolve() / "log.jsonl"
+        try:
+            prior = log.stat().st_size
+        except OSError:
+            prior = 0
+        progress = _Progress(next(self._keys), prior, prior)
+        self.send(Open(progress.key, str(log.parent), info, prior), always=True)
+        self._runs[progress.key] = progress  # after its ``Open`` is in the outbox (``_write`` relies on it)
+        listener = SidecarListener(self, progress)
+        weakref.finalize(listener, progress.close)
+        return listener
+
+    def submit(self, spans: Sequence[SpanData]) -> None:
+        """Ship finished spans; never blocks (a full outbox drops them: the sidecar never counts them)."""
+        self.send(Spans(msgspec.json.encode(list(spans))))
+
+    def send(self, frame: ToSidecar, *, always: bool = False) -> bool:
+        """Append ``frame`` to the outbox; ``False`` when it is full or the sidecar is gone, unless
+        ``always``."""
+        if self._closed or self.gone or (not always and len(self._outbox) >= self._bound):
+            return False
+        self._outbox.append(frame)
+        return True
+
+    def _batch(self) -> tuple[list[ToSidecar], list[tuple[_Progress, int, int]]]:
+        """What to ship now, in the run's thread's order, and each run's position it ships. The positions
+        are read *before* the outbox is drained, so a run's ``Open`` comes before its first ``Grow``, and a
+        ``Chunk`` before a ``Grow`` past a line written after it."""
+        grown: list[ToSidecar] = []
+        positions: list[tuple[_Progress, int, int]] = []
+        for progress in list(self._runs.values()):
+            closed, through, lines = progress.closed, progress.through, progress.lines
+            if through > progress.shipped:
+                grown.append(Grow(progress.key, through))
+                positions.append((progress, through, lines))
+            if closed:
+                grown.append(Close(progress.key))
+                del self._runs[progress.key]
+        batch: list[ToSidecar] = []
+        while self._outbox:
+            batch.append(self._outbox.popleft())
+        return batch + grown, positions
+
+    def _write(self) -> None:
+        """The writer thread: every ``_FLUSH_SECONDS`` (and once at ``close``), what to ship → the pipe."""
+        pipe = self._process.stdin
+        assert pipe is not None
+        while True:
+            stopping = self._stop.wait(_FLUSH_SECONDS)
+            started = time.thread_time()
+            batch, positions = self._batch()
+            if batch and not self.gone:
+                try:
+                    write_frames(pipe, batch)
+                except (OSError, ValueError):  # the sidecar is gone
+                    self._lost([progress for progress, _, _ in positions])
+                else:
+                    for progress, through, lines in positions:
+                        progress.shipped, progress.shipped_lines = through, lines
+            self.busy_seconds += time.thread_time() - started
+            if stopping:
+                break
+        try:
+            pipe.close()  # the sidecar's end of input: it sends what it holds, reports and ends
+        except OSError:
+            pass
+
+    def _lost(self, closed: Sequence[_Progress] = ()) -> None:
+        """The sidecar is gone: the lines not shipped to it are counted as not folded (what it held is
+        lost); ``closed``: runs of a batch that never arrived, no longer listed."""
+        with self._lost_lock:
+            if self.gone:
+                return
+            self.gone = True
+            runs = {id(p): p for p in (*self._runs.values(), *closed)}.values()
+            self.unfolded += sum(p.lines - p.shipped_lines for p in runs)
+            logger.warning("the trace export's process ended early; spans are dropped from here (the run goes on)")
+
+    def _read(self) -> None:
+        """The reader thread: the sidecar's log records, re-logged here, and its report."""
+        pipe = self._process.stdout
+        assert pipe is not None
+        decoder = msgspec.msgpack.Decoder(FromSidecar)
+        while (frame := read_frame(pipe, decoder)) is not None:
+            if isinstance(frame, Log):
+                logging.getLogger(frame.logger).log(frame.level, "%s", frame.message)
+            elif isinstance(frame, Ready):
+                self.sidecar_start_cpu_seconds = frame.cpu_seconds
+                self._ready.set()
+            elif isinstance(frame, Report):
+                self._report = frame.report
+                self.sidecar_cpu_seconds = frame.cpu_seconds
+        if self._report is None and not self._closed:
+            self._lost()
+
+    def report(self) -> ExportReport:
+        """What became of the spans so far: the sidecar's figures are known once it reported."""
+        got = self._report or ExportReport(submitted=0, exported=0)
+        return ExportReport(submitted=got.submitted, exported=got.exported, unfolded=got.unfolded + self.unfolded)
+
+    def close(self) -> ExportReport:
+        """Ship what is left, then wait for the sidecar to send what it holds (at most
+        ``shutdownTimeoutSeconds``, plus its start when it has not started yet), report and end."""
+        if not self._closed:
+            self._closed = True
+            self._stop.set()
+            deadline = time.monotonic() + self.config.shutdown_timeout_seconds + _START_GRACE_SECONDS
+            self._writer.join(max(0.0, deadline - time.monotonic()))
+            self._reader.join(max(0.0, deadline - time.monotonic()))  # it ends with the sidecar's output
+            if self._reader.is_alive() or self._writer.is_alive():
+                logger.warning("the trace export's process did not end in time: the spans it held are lost")
+                self._process.kill()
+                self._reader.join(5)
+            self._process.wait()
+            for pipe in (self._process.stdin, self._process.stdout):
+                if pipe is not None and not pipe.closed:
+                    try:
+                        pipe.close()
+                    except OSError:
+                        pass
+        return self.report()

@@ -1,0 +1,216 @@
+"""The export in its own process (``observability.sidecar``): a real engine run's spans reach a loopback
+collector as the fold of its log gives them; a resumed run's sidecar folds the log written before it
+started once; a cut trace ends at the cut; a full outbox refuses at once; a sidecar killed, or sent
+Ctrl-C, costs spans, never the run; a real ``orchestrator serve`` exports through its sidecar, which ends
+with it."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+
+import msgspec
+import trio
+from tests.engine.harness import FAST, call, finish, turn
+from tests.helpers import make_settings, process_gone, serve_script
+from tests.observability.collector import collector
+from tests.observability.test_spans import INFO, big_run, live
+from tests.service.server import serve_process, write_config
+
+from orchestrator.engine.runner import RunRequest, RunServices, execute_prepared, prepare_run
+from orchestrator.observability.config import ExportConfig
+from orchestrator.observability.live import attach_trace, run_info, run_listener
+from orchestrator.observability.report import ExportReport
+from orchestrator.observability.runfold import CUT
+from orchestrator.observability.sidecar import SidecarListener, SidecarSink
+from orchestrator.observability.sidecarwire import Spans
+from orchestrator.observability.spans import RunInfo, fold_spans, trace_id_for
+from orchestrator.runlog import read_events
+from orchestrator.runlog.events import RunEvent
+
+SCRIPT = {
+    "turns": [
+        turn("lead", call("agent", role="coder", task="code")),
+        turn("coder", call("run_shell", command="no-such-command-xyz")),
+        turn("coder", finish("tried")),
+        turn("lead", finish("done"), content="All done."),
+    ]
+}
+ROLES = {"lead": ["agent", "finish"], "coder": ["run_shell", "finish"]}
+
+
+def _feed(listener: SidecarListener, events: list[dict], run_dir: Path) -> None:
+    """As ``RunLog.emit`` does: each line appended to the run's log, then handed to the listener."""
+    with (run_dir / "log.jsonl").open("ab") as log:
+        for event in events:
+            typed = msgspec.convert(event, RunEvent)
+            line = msgspec.json.encode(typed) + b"\n"
+            log.write(line)
+            log.flush()
+            listener(typed, line)
+
+
+def _run_dir(tmp_path: Path) -> Path:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    return run_dir
+
+
+async def test_a_runs_spans_reach_the_collector_as_the_fold_of_its_log(tmp_path: Path, sim_for) -> None:
+    with collector("record") as c:
+        sink = SidecarSink(ExportConfig(endpoint=f"{c.url}/v1/traces", shutdown_timeout_seconds=10))
+        async with sim_for(SCRIPT) as sim:
+            settings = make_settings(tmp_path, sim.base_url, roles=ROLES)
+            prepared = prepare_run(settings, tmp_path, RunRequest(task="go"))
+            services = RunServices(timeouts=FAST)
+            attach_trace(services, run_listener(sink, prepared.run_dir, settings))
+            with trio.fail_after(30):
+                outcome = await execute_prepared(settings, tmp_path, prepared, services)
+        report = await trio.to_thread.run_sync(sink.close)
+    assert outcome.card.status == "success"
+    expected = fold_spans(run_info(outcome.run_dir, settings.deployment), read_events(outcome.run_dir / "log.jsonl"))
+    assert report == ExportReport(submitted=len(expected), exported=len(expected))
+    assert sorted((s.name, int.from_bytes(s.span_id, "big")) for s in c.spans) == sorted(
+        (s.name, s.span_id) for s in expected
+    )
+    # the first streamed chunk crossed too (the log does not record it): the call that streamed text
+    streamed = [s for s in c.spans if any(a.key == "gen_ai.response.time_to_first_chunk" for a in s.attributes)]
+    assert [s.name for s in streamed] == ["chat sim"]
+
+
+def test_a_resumed_runs_sidecar_folds_only_the_log_written_before_it_started(tmp_path: Path) -> None:
+    """The log grows after ``listener`` (the run goes on) before the sidecar reads it: what was written
+    after is folded once, as shipped lines, not also as the log so far."""
+    events = big_run(20)
+    cut = len(events) // 2
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    log = run_dir / "log.jsonl"
+    log.write_bytes(b"".join(msgspec.json.encode(e) + b"\n" for e in events[:cut]))
+    with collector("record") as c:
+        sink = SidecarSink(ExportConfig(endpoint=f"{c.url}/v1/traces", shutdown_timeout_seconds=10))
+        listener = sink.listener(run_dir, INFO)
+        _feed(listener, events[cut:], run_dir)  # written before the sidecar has even started
+        report = sink.close()
+    expected = {s.span_id: s for s in live(events[cut:], prior=events[:cut])}  # as an in-process listener
+    sent = [int.from_bytes(s.span_id, "big") for s in c.spans]
+    assert len(sent) == len(set(sent)) == report.exported == report.submitted  # nothing folded twice
+    assert set(sent) == set(expected) and len(sent) < len(fold_spans(INFO, events))
+    run = next(s for s in c.spans if s.name == "run")
+    assert run.start_time_unix_nano == expected[int.from_bytes(run.span_id, "big")].start_ns
+
+
+def test_a_cut_trace_ends_at_the_last_line_before_it_and_counts_the_rest(tmp_path: Path) -> None:
+    """What a refused hand-over does (``handover.RunTrace``): the spans open at the cut are sent ended
+    there, marked ``export_cut``, and every later line is counted, not folded."""
+    events = big_run(40)
+    half = len(events) // 2
+    run_dir = _run_dir(tmp_path)
+    with collector("record") as c:
+        sink = SidecarSink(ExportConfig(endpoint=f"{c.url}/v1/traces", shutdown_timeout_seconds=10))
+        listener = sink.listener(run_dir, INFO)
+        _feed(listener, events[:half], run_dir)
+        listener.cut_here()
+        _feed(listener, events[half:], run_dir)
+        report = sink.close()
+    assert report.unfolded == len(events) - half
+    expected = fold_spans(INFO, events[:half])  # the spans open at the cut are sent ended there
+    assert sorted(int.from_bytes(s.span_id, "big") for s in c.spans) == sorted(s.span_id for s in expected)
+    cut = [s for s in c.spans if any(a.key == "error.type" and a.value.string_value == CUT for a in s.attributes)]
+    assert {s.name for s in cut} >= {"run", "invoke_agent lead"}
+
+
+def test_a_full_outbox_refuses_without_waiting(monkeypatch) -> None:
+    monkeypatch.setattr("orchestrator.observability.sidecar._FLUSH_SECONDS", 60.0)  # nothing shipped meanwhile
+    sink = SidecarSink(ExportConfig(endpoint="http://127.0.0.1:9/v1/traces", shutdown_timeout_seconds=0.5), handoff=2)
+    listener = sink.listener(Path("/nonexistent"), INFO)  # its ``Open`` is never refused: the outbox is full
+    assert not sink.send(Spans(b"[]"))
+    assert not listener.hand_chunk("lead-1", 0)  # which cuts the run's trace (``handover``)
+    sink.close()
+
+
+def test_a_killed_sidecar_costs_the_spans_not_the_caller(tmp_path: Path, caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="orchestrator.observability")
+    run_dir = _run_dir(tmp_path)
+    sink = SidecarSink(ExportConfig(endpoint="http://127.0.0.1:9/v1/traces", shutdown_timeout_seconds=0.5))
+    listener = sink.listener(run_dir, INFO)
+    os.kill(sink.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while not sink.gone and time.monotonic() < deadline:  # its reader thread notices
+        time.sleep(0.01)
+    assert sink.gone
+    events = big_run(20)
+    _feed(listener, events, run_dir)  # never blocks, never raises
+    report = sink.close()
+    assert report == ExportReport(submitted=0, exported=0, unfolded=len(events))
+    assert "the trace export's process ended early" in caplog.text
+
+
+def test_an_interrupt_leaves_the_sidecar_to_send_what_it_holds(tmp_path: Path, monkeypatch) -> None:
+    """The sidecar has a session of its own (a Ctrl-C in a terminal does not reach it) and ignores SIGINT:
+    it ends with its input, once it has sent what it holds."""
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
+    events = big_run(20)
+    half = len(events) // 2
+    with collector("record") as c:
+        sink = SidecarSink(ExportConfig(endpoint=f"{c.url}/v1/traces", shutdown_timeout_seconds=10))
+        assert os.getpgid(sink.pid) != os.getpgid(0)
+        run_dir = _run_dir(tmp_path)
+        listener = sink.listener(run_dir, INFO)
+        assert sink.wait_ready(30)  # its handler is set (before it, the default one would end it)
+        _feed(listener, events[:half], run_dir)
+        assert c.received.wait(30)  # spans are on their way
+        os.kill(sink.pid, signal.SIGINT)
+        _feed(listener, events[half:], run_dir)
+        report = sink.close()
+    assert report == ExportReport(submitted=len(fold_spans(INFO, events)), exported=report.submitted)
+    assert len(c.spans) == report.exported
+
+
+def _sidecars_of(pid: int) -> list[int]:
+    """The sidecar processes ``pid`` started (from /proc: their parent and command line)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = next((line.split()[1] for line in status.splitlines() if line.startswith("PPid:")), "")
+        if parent == str(pid) and b"orchestrator.observability.sidecarproc" in command:
+            found.append(int(entry.name))
+    return found
+
+
+async def test_orchestrator_serve_exports_its_runs_through_a_sidecar_that_ends_with_it(tmp_path: Path) -> None:
+    """The real service: a run's spans reach the collector as the fold of its log; the service's sidecar
+    is its child, and is gone once the service exited."""
+    with collector("record") as c:
+        async with serve_script(SCRIPT) as sim:
+            guild, deployment = write_config(tmp_path, sim.base_url, ROLES)
+            env = {"OTEL_EXPORTER_OTLP_ENDPOINT": c.url, "OTEL_BSP_SCHEDULE_DELAY": "50"}
+            async with serve_process(tmp_path, guild=guild, deployment=deployment, env=env) as server:
+                (sidecar,) = _sidecars_of(server.process.pid)
+                run_id = (await server.post("/api/runs", {"task": "traced through the service"})).json()["runId"]
+                await server.run_status(run_id, "success")
+
+                async def run_span() -> bool:
+                    return any(s.name == "run" for s in c.spans)
+
+                await server.wait_for(run_span, what="the run span at the collector")
+                assert await server.stop() == 0, server.stderr()
+            assert "Traceback" not in server.stderr()
+    with trio.fail_after(30):
+        while not process_gone(sidecar):  # noqa: ASYNC110 (a process, no event): the service's end closed its input
+            await trio.sleep(0.05)
+    run_dir = server.workspace / ".orchestration" / "runs" / run_id
+    expected = fold_spans(RunInfo(run_id=run_id, model="sim"), read_events(run_dir / "log.jsonl"))
+    assert sorted((s.name, int.from_bytes(s.span_id, "big")) for s in c.spans) == sorted(
+        (s.name, s.span_id) for s in expected
+    )
+    assert {int.from_bytes(s.trace_id, "big") for s in c.spans} == {trace_id_for(run_id)}
