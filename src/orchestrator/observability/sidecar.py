@@ -11,19 +11,19 @@ on the run's thread a listener adds the line's length to its run's position (``_
 ``_FLUSH_SECONDS`` the writer thread ships each run's new position (``Grow``). The live export folds the
 log's own bytes, as ``export-trace`` does afterwards.
 
-The frames (``sidecarwire``) are length-prefixed MessagePack (``ToSidecar`` one way, ``FromSidecar`` the other): the
-configuration first; per run its ``Open`` (the run's folder, what the log does not say, and the log's size
-when the listener started: a resumed run's spans still open are folded from what was written before),
-``Grow``, a model call's first streamed ``Chunk`` and a ``Cut`` (each saying how far the log had grown
-then, so the sidecar folds up to there first: the order of the run's thread is kept), and ``Close`` once
-the listener is gone; finished spans (the workflow server's tool calls). Back come the sidecar's
-``Ready``, its log records (re-logged here, so they go where this process's logging goes) and, at the end,
-its ``ExportReport``. The sidecar ends when its standard input closes: ``close`` here, or this process's
-end, whatever way it ends.
+The frames (``sidecarwire``) are length-prefixed MessagePack (``ToSidecar`` one way, ``FromSidecar``
+the other): the configuration first; per run its ``Open`` (the run's folder, what the log does not say,
+and the log's size when the listener started: a resumed run's spans still open are folded from what was
+written before), ``Grow``, a model call's first streamed ``Chunk`` and a ``Cut`` (each saying how far the
+log had grown then, so the sidecar folds up to there first: the order of the run's thread is kept), and
+``Close`` once the listener is gone; finished spans (the workflow server's tool calls). Back come the
+sidecar's ``Ready``, its log records (re-logged here, so they go where this process's logging goes) and, at
+the end, its ``ExportReport``. The sidecar (``sidecarchild``) ends when its standard input closes:
+``close`` here, or this process's end, whatever way it ends.
 
 Never blocks a run: a full outbox (``_DEFAULT_BOUND`` frames: chunks and spans) refuses what is handed to
-it, which cuts that run's trace (``handover``); a sidecar that died or never started costs spans (counted
-as not folded, logged once), not the run.
+it, which cuts that run's trace (``handover``). A sidecar that dies is started again, within a limit
+(``SidecarSink``); past it the export stops, and the lines not shipped are counted as not folded.
 """
 
 from __future__ import annotations
@@ -73,9 +73,6 @@ _START_GRACE_SECONDS = 10.0
 #: A sidecar that dies is started again at most this many times within the window, then the export stops.
 _RESTARTS = 3
 _RESTART_WINDOW_SECONDS = 600
-
-
-# --- this process's side ------------------------------------------------------------------------------
 
 
 @dataclass
