@@ -1,8 +1,8 @@
 """The export in its own process (``observability.sidecar``): a real engine run's spans reach a loopback
 collector as the fold of its log gives them; a resumed run's sidecar folds the log written before it
-started once; a cut trace ends at the cut; a full outbox refuses at once; a sidecar killed, or sent
-Ctrl-C, costs spans, never the run; a real ``orchestrator serve`` exports through its sidecar, which ends
-with it."""
+started once; a cut trace ends at the cut; a full outbox refuses at once; a sidecar killed is started
+again and the run goes on in it (past the limit the export stops); one sent Ctrl-C sends what it holds;
+a real ``orchestrator serve`` exports through its sidecar, which ends with it."""
 
 from __future__ import annotations
 
@@ -132,21 +132,55 @@ def test_a_full_outbox_refuses_without_waiting(monkeypatch) -> None:
     sink.close()
 
 
-def test_a_killed_sidecar_costs_the_spans_not_the_caller(tmp_path: Path, caplog) -> None:
+def test_a_killed_sidecar_is_started_again_and_the_runs_go_on_in_it(tmp_path: Path, caplog, monkeypatch) -> None:
+    """The new sidecar opens the run at what was shipped to the old one (folded silently, as a resumed
+    run's log) and goes on: together the two sent the run's whole trace, nothing twice."""
     caplog.set_level(logging.WARNING, logger="orchestrator.observability")
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
+    events = big_run(40)
+    half = len(events) // 2
+    run_dir = _run_dir(tmp_path)
+    with collector("record") as c:
+        sink = SidecarSink(ExportConfig(endpoint=f"{c.url}/v1/traces", shutdown_timeout_seconds=10))
+        listener = sink.listener(run_dir, INFO)
+        _feed(listener, events[:half], run_dir)
+        first = live(events[:half])
+        deadline = time.monotonic() + 30
+        while len(c.spans) < len(first):  # the first sidecar exported all it was shipped
+            assert time.monotonic() < deadline, (len(c.spans), len(first))
+            time.sleep(0.01)
+        killed = sink.pid
+        os.kill(killed, signal.SIGKILL)
+        while sink.restarts == 0:  # its writer thread notices at its next flush
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        # (lines shipped to a sidecar in the instant it dies are lost with what it held: none here)
+        _feed(listener, events[half:], run_dir)
+        report = sink.close()
+        assert sink.restarts == 1 and sink.pid != killed and not sink.gone
+    sent = [int.from_bytes(s.span_id, "big") for s in c.spans]
+    assert len(sent) == len(set(sent))  # nothing twice
+    assert set(sent) == {s.span_id for s in fold_spans(INFO, events)}
+    assert report.exported == report.submitted == len(live(events[half:], prior=events[:half]))  # the new one's
+    assert "the trace export's process ended; started again (1 in the last 600 s)" in caplog.text
+
+
+def test_a_sidecar_that_keeps_dying_stops_the_export_not_the_caller(tmp_path: Path, caplog, monkeypatch) -> None:
+    caplog.set_level(logging.WARNING, logger="orchestrator.observability")
+    monkeypatch.setattr("orchestrator.observability.sidecar._RESTARTS", 0)
     run_dir = _run_dir(tmp_path)
     sink = SidecarSink(ExportConfig(endpoint="http://127.0.0.1:9/v1/traces", shutdown_timeout_seconds=0.5))
     listener = sink.listener(run_dir, INFO)
     os.kill(sink.pid, signal.SIGKILL)
     deadline = time.monotonic() + 30
-    while not sink.gone and time.monotonic() < deadline:  # its reader thread notices
+    while not sink.gone and time.monotonic() < deadline:  # its writer thread notices at its next flush
         time.sleep(0.01)
     assert sink.gone
     events = big_run(20)
     _feed(listener, events, run_dir)  # never blocks, never raises
     report = sink.close()
     assert report == ExportReport(submitted=0, exported=0, unfolded=len(events))
-    assert "the trace export's process ended early" in caplog.text
+    assert "the trace export's process ended; the export stops here (the runs go on)" in caplog.text
 
 
 def test_an_interrupt_leaves_the_sidecar_to_send_what_it_holds(tmp_path: Path, monkeypatch) -> None:

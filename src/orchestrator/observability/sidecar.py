@@ -11,28 +11,25 @@ on the run's thread a listener adds the line's length to its run's position (``_
 ``_FLUSH_SECONDS`` the writer thread ships each run's new position (``Grow``). The live export folds the
 log's own bytes, as ``export-trace`` does afterwards.
 
-The frames (``sidecarwire``) are length-prefixed MessagePack (``ToSidecar`` one way, ``FromSidecar`` the other): the
-configuration first; per run its ``Open`` (the run's folder, what the log does not say, and the log's size
-when the listener started: a resumed run's spans still open are folded from what was written before),
-``Grow``, a model call's first streamed ``Chunk`` and a ``Cut`` (each saying how far the log had grown
-then, so the sidecar folds up to there first: the order of the run's thread is kept), and ``Close`` once
-the listener is gone; finished spans (the workflow server's tool calls). Back come the sidecar's
-``Ready``, its log records (re-logged here, so they go where this process's logging goes) and, at the end,
-its ``ExportReport``. The sidecar ends when its standard input closes: ``close`` here, or this process's
-end, whatever way it ends.
+The frames (``sidecarwire``) are length-prefixed MessagePack (``ToSidecar`` one way, ``FromSidecar``
+the other): the configuration first; per run its ``Open`` (the run's folder, what the log does not say,
+and the log's size when the listener started: a resumed run's spans still open are folded from what was
+written before), ``Grow``, a model call's first streamed ``Chunk`` and a ``Cut`` (each saying how far the
+log had grown then, so the sidecar folds up to there first: the order of the run's thread is kept), and
+``Close`` once the listener is gone; finished spans (the workflow server's tool calls). Back come the
+sidecar's ``Ready``, its log records (re-logged here, so they go where this process's logging goes) and, at
+the end, its ``ExportReport``. The sidecar (``sidecarchild``) ends when its standard input closes:
+``close`` here, or this process's end, whatever way it ends.
 
 Never blocks a run: a full outbox (``_DEFAULT_BOUND`` frames: chunks and spans) refuses what is handed to
-it, which cuts that run's trace (``handover``); a sidecar that died or never started costs spans (counted
-as not folded, logged once), not the run.
+it, which cuts that run's trace (``handover``). A sidecar that dies is started again, within a limit
+(``SidecarSink``); past it the export stops, and the lines not shipped are counted as not folded.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import os
-import subprocess
-import sys
 import threading
 import time
 import weakref
@@ -46,6 +43,7 @@ import msgspec
 from orchestrator.observability.config import ExportConfig
 from orchestrator.observability.handover import RunTrace
 from orchestrator.observability.report import ExportReport
+from orchestrator.observability.sidecarchild import SidecarChild
 from orchestrator.observability.sidecarwire import (
     Chunk,
     Close,
@@ -59,8 +57,6 @@ from orchestrator.observability.sidecarwire import (
     Report,
     Spans,
     ToSidecar,
-    read_frame,
-    write_frames,
 )
 from orchestrator.observability.tracestate import RunInfo, SpanData
 
@@ -74,17 +70,20 @@ _DEFAULT_BOUND = 2048
 #: How long ``close`` waits for the sidecar's report beyond ``shutdownTimeoutSeconds``: its start (the SDK's
 #: import) may not be over yet.
 _START_GRACE_SECONDS = 10.0
-
-
-# --- this process's side ------------------------------------------------------------------------------
+#: A sidecar that dies is started again at most this many times within the window, then the export stops.
+_RESTARTS = 3
+_RESTART_WINDOW_SECONDS = 600
 
 
 @dataclass
 class _Progress:
     """How far a run's log has grown (the run's thread writes ``through``) and what was shipped of it (the
-    writer thread's); ``closed`` once its listener is gone."""
+    writer thread's); ``closed`` once its listener is gone. ``run_dir`` and ``info`` open it again in a
+    restarted sidecar."""
 
     key: int
+    run_dir: str
+    info: RunInfo
     through: int
     shipped: int
     #: lines handed over, and how many of them a shipped ``through`` covers
@@ -94,6 +93,10 @@ class _Progress:
 
     def close(self) -> None:
         self.closed = True
+
+    def opening(self) -> Open:
+        """Its ``Open`` for a sidecar that has not seen it: what was shipped is folded silently there."""
+        return Open(self.key, self.run_dir, self.info, self.shipped)
 
 
 class SidecarListener(RunTrace):
@@ -121,7 +124,12 @@ class SidecarListener(RunTrace):
 
 class SidecarSink:
     """A process's trace export, run by a sidecar process: many runs may export through one; ``close``
-    once at the end (the one blocking call, bounded; async callers run it in a worker thread)."""
+    once at the end (the one blocking call, bounded; async callers run it in a worker thread).
+
+    A sidecar that dies is started again (at most ``_RESTARTS`` times in ``_RESTART_WINDOW_SECONDS``): the
+    new one opens each run again at what was shipped to the old one, folding that silently as a resumed run's
+    log, then goes on from there; the log holds every line meanwhile. The spans the old one held unsent are
+    lost. Past the limit the export stops (``gone``): each later line is counted as not folded."""
 
     def __init__(self, config: ExportConfig, *, handoff: int | None = None) -> None:
         """``handoff``: the outbox's bound in frames (default: the processor's queue size in spans)."""
@@ -133,28 +141,21 @@ class SidecarSink:
         #: the sidecar's CPU time, known once it reported (``close``), and the part its start took
         self.sidecar_cpu_seconds = 0.0
         self.sidecar_start_cpu_seconds = 0.0
-        #: the pipe broke: the sidecar died (or never started)
+        #: the sidecar died past the restart limit: the export has stopped
         self.gone = False
+        #: sidecars started again after one died
+        self.restarts = 0
+        self._restarted_at: deque[float] = deque()
         self._bound = handoff or config.max_queue_size or _DEFAULT_BOUND
-        self._outbox: deque[ToSidecar] = deque([Config(config)])
+        self._outbox: deque[ToSidecar] = deque()
         self._runs: dict[int, _Progress] = {}
         self._keys = itertools.count(1)
         self._closed = False
         self._report: ExportReport | None = None
-        self._ready = threading.Event()
         self._stop = threading.Event()
-        self._lost_lock = threading.Lock()
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "orchestrator.observability.sidecarproc"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=dict(os.environ),
-            start_new_session=True,  # a Ctrl-C in a terminal is for this process: the sidecar ends with its input
-        )
+        self._child = self._start()
         self._writer = threading.Thread(target=self._write, name="otel-sidecar-write", daemon=True)
-        self._reader = threading.Thread(target=self._read, name="otel-sidecar-read", daemon=True)
         self._writer.start()
-        self._reader.start()
 
     @property
     def capture_content(self) -> bool:
@@ -162,8 +163,8 @@ class SidecarSink:
 
     @property
     def pid(self) -> int:
-        """The sidecar's process id."""
-        return self._process.pid
+        """The current sidecar's process id."""
+        return self._child.pid
 
     @property
     def pending(self) -> int:
@@ -171,9 +172,9 @@ class SidecarSink:
         return len(self._outbox) + sum(p.through > p.shipped for p in list(self._runs.values()))
 
     def wait_ready(self, timeout: float) -> bool:
-        """Wait until the sidecar's exporter is set up (a bench starts measuring then); ``False`` on timeout
-        or when it could not start. Never needed to export: what is shipped before waits in the pipe."""
-        return self._ready.wait(timeout)
+        """Wait until the current sidecar's exporter is set up (a bench starts measuring then); ``False`` on
+        timeout or when it could not start. Never needed to export: what is shipped before waits in the pipe."""
+        return self._child.ready.wait(timeout)
 
     def listener(self, run_dir: Path, info: RunInfo) -> SidecarListener:
         """The listener for the run in ``run_dir``: the sidecar folds its log written so far first."""
@@ -182,8 +183,8 @@ class SidecarSink:
             prior = log.stat().st_size
         except OSError:
             prior = 0
-        progress = _Progress(next(self._keys), prior, prior)
-        self.send(Open(progress.key, str(log.parent), info, prior), always=True)
+        progress = _Progress(next(self._keys), str(log.parent), info, prior, prior)
+        self.send(progress.opening(), always=True)
         self._runs[progress.key] = progress  # after its ``Open`` is in the outbox (``_write`` relies on it)
         listener = SidecarListener(self, progress)
         weakref.finalize(listener, progress.close)
@@ -194,86 +195,110 @@ class SidecarSink:
         self.send(Spans(msgspec.json.encode(list(spans))))
 
     def send(self, frame: ToSidecar, *, always: bool = False) -> bool:
-        """Append ``frame`` to the outbox; ``False`` when it is full or the sidecar is gone, unless
+        """Append ``frame`` to the outbox; ``False`` when it is full or the export has stopped, unless
         ``always``."""
         if self._closed or self.gone or (not always and len(self._outbox) >= self._bound):
             return False
         self._outbox.append(frame)
         return True
 
+    def _start(self) -> SidecarChild:
+        child = SidecarChild(self._on_frame)
+        self._outbox.appendleft(Config(self.config))
+        return child
+
+    def _on_frame(self, frame: FromSidecar) -> None:
+        """The reader thread: the sidecar's log records, re-logged here, and its report."""
+        if isinstance(frame, Log):
+            logging.getLogger(frame.logger).log(frame.level, "%s", frame.message)
+        elif isinstance(frame, Ready):
+            self.sidecar_start_cpu_seconds = frame.cpu_seconds
+        elif isinstance(frame, Report):
+            self._report = frame.report
+            self.sidecar_cpu_seconds = frame.cpu_seconds
+
     def _batch(self) -> tuple[list[ToSidecar], list[tuple[_Progress, int, int]]]:
-        """What to ship now, in the run's thread's order, and each run's position it ships. The positions
-        are read *before* the outbox is drained, so a run's ``Open`` comes before its first ``Grow``, and a
-        ``Chunk`` before a ``Grow`` past a line written after it."""
+        """What to ship now, in the run's thread's order, and each run's position it ships (a closed run's
+        included, ``Close`` after its last ``Grow``). The positions are read *before* the outbox is drained,
+        so a run's ``Open`` comes before its first ``Grow``, and a ``Chunk`` before a ``Grow`` past a line
+        written after it."""
         grown: list[ToSidecar] = []
         positions: list[tuple[_Progress, int, int]] = []
         for progress in list(self._runs.values()):
             closed, through, lines = progress.closed, progress.through, progress.lines
+            if through > progress.shipped or closed:
+                positions.append((progress, through, lines))
             if through > progress.shipped:
                 grown.append(Grow(progress.key, through))
-                positions.append((progress, through, lines))
             if closed:
                 grown.append(Close(progress.key))
-                del self._runs[progress.key]
         batch: list[ToSidecar] = []
         while self._outbox:
             batch.append(self._outbox.popleft())
         return batch + grown, positions
 
     def _write(self) -> None:
-        """The writer thread: every ``_FLUSH_SECONDS`` (and once at ``close``), what to ship → the pipe."""
-        pipe = self._process.stdin
-        assert pipe is not None
+        """The writer thread: every ``_FLUSH_SECONDS`` (and once at ``close``), what to ship → the pipe; a
+        sidecar found dead is started again first (or the export stops)."""
         while True:
             stopping = self._stop.wait(_FLUSH_SECONDS)
             started = time.thread_time()
+            if self._child.ended.is_set() and not self.gone:
+                self._replace()
             batch, positions = self._batch()
             if batch and not self.gone:
-                try:
-                    write_frames(pipe, batch)
-                except (OSError, ValueError):  # the sidecar is gone
-                    self._lost([progress for progress, _, _ in positions])
+                if self._child.write(batch):
+                    self._shipped(positions)
+                elif self._replace():  # it died just now: the new one opens the runs where they were,
+                    # then gets what the old one did not (the runs' growth follows at the next flush)
+                    self._outbox.extend(frame for frame in batch if not isinstance(frame, Grow | Close))
                 else:
-                    for progress, through, lines in positions:
-                        progress.shipped, progress.shipped_lines = through, lines
+                    self._lost()
             self.busy_seconds += time.thread_time() - started
             if stopping:
                 break
-        try:
-            pipe.close()  # the sidecar's end of input: it sends what it holds, reports and ends
-        except OSError:
-            pass
+        self._child.close_input()
 
-    def _lost(self, closed: Sequence[_Progress] = ()) -> None:
-        """The sidecar is gone: the lines not shipped to it are counted as not folded (what it held is
-        lost); ``closed``: runs of a batch that never arrived, no longer listed."""
-        with self._lost_lock:
-            if self.gone:
-                return
-            self.gone = True
-            runs = {id(p): p for p in (*self._runs.values(), *closed)}.values()
-            self.unfolded += sum(p.lines - p.shipped_lines for p in runs)
-            logger.warning("the trace export's process ended early; spans are dropped from here (the run goes on)")
+    def _shipped(self, positions: list[tuple[_Progress, int, int]]) -> None:
+        for progress, through, lines in positions:
+            progress.shipped, progress.shipped_lines = through, lines
+            if progress.closed:
+                self._runs.pop(progress.key, None)
 
-    def _read(self) -> None:
-        """The reader thread: the sidecar's log records, re-logged here, and its report."""
-        pipe = self._process.stdout
-        assert pipe is not None
-        decoder = msgspec.msgpack.Decoder(FromSidecar)
-        while (frame := read_frame(pipe, decoder)) is not None:
-            if isinstance(frame, Log):
-                logging.getLogger(frame.logger).log(frame.level, "%s", frame.message)
-            elif isinstance(frame, Ready):
-                self.sidecar_start_cpu_seconds = frame.cpu_seconds
-                self._ready.set()
-            elif isinstance(frame, Report):
-                self._report = frame.report
-                self.sidecar_cpu_seconds = frame.cpu_seconds
-        if self._report is None and not self._closed:
+    def _replace(self) -> bool:
+        """The sidecar died: start another (within the limit), which opens every run at what was shipped;
+        else stop the export. Whether one was started."""
+        now = time.monotonic()
+        while self._restarted_at and now - self._restarted_at[0] > _RESTART_WINDOW_SECONDS:
+            self._restarted_at.popleft()
+        if len(self._restarted_at) >= _RESTARTS:
             self._lost()
+            return False
+        self._child.end(0)
+        self._restarted_at.append(now)
+        self.restarts += 1
+        self._report = None
+        self._child = self._start()
+        for progress in reversed(list(self._runs.values())):
+            self._outbox.insert(1, progress.opening())  # after its ``Config``, before anything of a run's
+        logger.warning(
+            "the trace export's process ended; started again (%d in the last %d s): the spans it held are lost",
+            len(self._restarted_at),
+            _RESTART_WINDOW_SECONDS,
+        )
+        return True
+
+    def _lost(self) -> None:
+        """The export stops: the lines not shipped are counted as not folded (what the sidecar held is
+        lost)."""
+        if self.gone:
+            return
+        self.gone = True
+        self.unfolded += sum(p.lines - p.shipped_lines for p in list(self._runs.values()))
+        logger.warning("the trace export's process ended; the export stops here (the runs go on)")
 
     def report(self) -> ExportReport:
-        """What became of the spans so far: the sidecar's figures are known once it reported."""
+        """What became of the spans so far, as the current sidecar counts them (once it reported)."""
         got = self._report or ExportReport(submitted=0, exported=0)
         return ExportReport(submitted=got.submitted, exported=got.exported, unfolded=got.unfolded + self.unfolded)
 
@@ -283,18 +308,17 @@ class SidecarSink:
         if not self._closed:
             self._closed = True
             self._stop.set()
-            deadline = time.monotonic() + self.config.shutdown_timeout_seconds + _START_GRACE_SECONDS
-            self._writer.join(max(0.0, deadline - time.monotonic()))
-            self._reader.join(max(0.0, deadline - time.monotonic()))  # it ends with the sidecar's output
-            if self._reader.is_alive() or self._writer.is_alive():
+            bound = self.config.shutdown_timeout_seconds + _START_GRACE_SECONDS
+            deadline = time.monotonic() + bound
+            self._writer.join(bound)
+            if self._writer.is_alive():  # stuck writing to a sidecar that does not read
+                self._child.process.kill()
+                self._writer.join(5)
+            if not self._child.end(max(0.0, deadline - time.monotonic())):
                 logger.warning("the trace export's process did not end in time: the spans it held are lost")
-                self._process.kill()
-                self._reader.join(5)
-            self._process.wait()
-            for pipe in (self._process.stdin, self._process.stdout):
-                if pipe is not None and not pipe.closed:
-                    try:
-                        pipe.close()
-                    except OSError:
-                        pass
+            if self.restarts:
+                logger.warning(
+                    "the trace export's process was started again %d times: its counts cover the last one",
+                    self.restarts,
+                )
         return self.report()

@@ -120,6 +120,8 @@ def _serve(sink: SpanSink, frames: IO[bytes]) -> None:
             elif isinstance(frame, Cut):
                 run.listener.cut_here()
         elif isinstance(frame, Open):
+            if (opened := runs.pop(frame.key, None)) is not None:  # opened twice after a restart: the last wins
+                opened.close()
             log = Path(frame.run_dir) / "log.jsonl"
             prior = read_fold_events(log, capture_content=sink.capture_content, limit=frame.prior_bytes)
             runs[frame.key] = _RunLog(TraceListener(sink, frame.info, prior), log, frame.prior_bytes)
