@@ -12,6 +12,7 @@ from typing import Any
 
 from tests.engine.harness import FAST, call, finish, of_type, run_task, turn, types
 from tests.helpers import make_settings, serve_script
+from tests.slowness import budget
 
 from orchestrator.config import probe_model
 from orchestrator.engine.effort import effort_directive
@@ -188,7 +189,9 @@ async def test_d_repeated_cut_offs_end_the_role(tmp_path: Path) -> None:
 
 
 async def test_e_a_model_still_loading_is_waited_out_with_a_logged_notice(tmp_path: Path) -> None:
-    script = _script(turn("lead", finish("loaded")), loadingMs=600)
+    # the model loads for a while from the server's start: long enough, on this machine now, that the run's
+    # first request comes before it is loaded (a fixed 600 ms was outrun on a machine at ×2.9)
+    script = _script(turn("lead", finish("loaded")), loadingMs=round(budget(1.5) * 1000))
     timeouts = LlmTimeouts(headers_seconds=5, idle_seconds=5, attempts=2, backoff_seconds=0.1, load_wait_seconds=30)
     async with serve_script(script) as sim:
         settings = make_settings(tmp_path, sim.base_url)

@@ -248,3 +248,23 @@ async def test_orchestrator_serve_exports_its_runs_through_a_sidecar_that_ends_w
         (s.name, s.span_id) for s in expected
     )
     assert {int.from_bytes(s.trace_id, "big") for s in c.spans} == {trace_id_for(run_id)}
+
+
+def test_a_sidecar_that_cannot_be_started_again_stops_the_export_and_close_still_ends(
+    tmp_path: Path, caplog, monkeypatch
+) -> None:
+    caplog.set_level(logging.WARNING, logger="orchestrator.observability")
+    sink = SidecarSink(ExportConfig(endpoint="http://127.0.0.1:9/v1/traces", shutdown_timeout_seconds=0.5))
+
+    def refused(on_frame: object) -> None:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr("orchestrator.observability.sidecar.SidecarChild", refused)
+    os.kill(sink.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while not sink.gone:  # its writer thread tries at its next flush
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert sink.restarts == 0
+    assert sink.close() == ExportReport(submitted=0, exported=0)
+    assert "could not be started again ([Errno 24] Too many open files)" in caplog.text

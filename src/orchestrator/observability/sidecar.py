@@ -276,9 +276,14 @@ class SidecarSink:
             return False
         self._child.end(0)
         self._restarted_at.append(now)
+        try:
+            self._child = self._start()
+        except OSError as exc:  # no process could be started: the export stops, the writer thread lives on
+            logger.warning("the trace export's process could not be started again (%s)", exc)
+            self._lost()
+            return False
         self.restarts += 1
         self._report = None
-        self._child = self._start()
         for progress in reversed(list(self._runs.values())):
             self._outbox.insert(1, progress.opening())  # after its ``Config``, before anything of a run's
         logger.warning(
