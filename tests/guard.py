@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import time
@@ -32,15 +31,13 @@ from typing import Any
 
 import pytest
 import trio
-from tests.proctable import children_of, marked_pids, proc_stat
+from tests.proctable import children_of, marked_pids, proc_stat, reap, set_child_subreaper
 from tests.slowness import FACTOR_VARIABLE, MAX_FACTOR, calibrate, slowness
 
 #: Inherited by every process the run starts; its value names this run.
 RUN_VARIABLE = "ORCHESTRATOR_TEST_RUN"
 #: A trio test's pytest-timeout backstop: past its largest deadline, so the deadline fires first.
 BACKSTOP_MARGIN = 30.0
-#: ``prctl`` option: orphaned descendants are re-parented to this process rather than to PID 1.
-_PR_SET_CHILD_SUBREAPER = 36
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -59,7 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _adopt_orphans() -> None:
     """Make this process a child subreaper (Linux; elsewhere nothing changes)."""
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        set_child_subreaper(True)
     except (OSError, AttributeError):
         pass
 
@@ -170,12 +167,7 @@ def _reap(children: set[int], seconds: float = 5.0) -> None:
     deadline = time.monotonic() + seconds
     waiting = set(children)
     while waiting and time.monotonic() < deadline:
-        for pid in list(waiting):
-            try:
-                if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                    waiting.discard(pid)
-            except ChildProcessError:  # reaped already, or not ours
-                waiting.discard(pid)
+        waiting = {pid for pid in waiting if not reap(pid) and proc_stat(pid) is not None}
         if waiting:
             time.sleep(0.01)
 

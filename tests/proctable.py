@@ -1,14 +1,17 @@
 """The process table, read from ``/proc`` (Linux): a process's state and parent, a parent's children,
 and the processes that carry a marker variable in their environment (how a test run finds what it
-started, whoever re-parented it)."""
+started, whoever re-parented it); and adopting orphans (a child subreaper) and reaping them."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["children_of", "marked_pids", "pids", "proc_stat"]
+__all__ = ["children_of", "marked_pids", "pids", "proc_stat", "reap", "set_child_subreaper"]
+
+_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37
 
 
 def proc_stat(pid: int) -> tuple[str, int] | None:
@@ -47,3 +50,23 @@ def marked_pids(variable: str, value: str) -> set[int]:
         if marker in environ.split(b"\0"):
             found.add(pid)
     return found
+
+
+def set_child_subreaper(on: bool) -> bool:
+    """Make this process a child subreaper (orphaned descendants are re-parented to it rather than to
+    PID 1), or stop; returns the previous setting. ``OSError`` where ``prctl`` refuses (not Linux)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    previous = ctypes.c_int(0)
+    libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(previous), 0, 0, 0)
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+    return bool(previous.value)
+
+
+def reap(pid: int) -> bool:
+    """Reap ``pid`` if it has exited (never blocks); whether it was reaped now."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return bool(done)

@@ -3,18 +3,16 @@ reaping orphans (a child subreaper), and how a process ended."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 from dataclasses import dataclass
 
 import trio
-from tests.proctable import children_of, marked_pids
+from tests.proctable import children_of, marked_pids, reap, set_child_subreaper
 
 # --- child processes -----------------------------------------------------------------------------
 
 TOKEN_VARIABLE = "CRASH_HARNESS_TOKEN"
-_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37
 #: A sweep that cannot clear the strays in this long is a harness failure.
 SWEEP_SECONDS = 10.0
 
@@ -47,20 +45,17 @@ class Reaper:
     than to PID 1 — which in some containers never reaps them — and can be killed and reaped."""
 
     def __init__(self) -> None:
-        self._libc = ctypes.CDLL(None, use_errno=True)
-        self._previous = ctypes.c_int(0)
+        self._previous = False
         self.preexisting: set[int] = set()
         self.reaped = 0
 
     def __enter__(self) -> Reaper:
-        self._libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(self._previous), 0, 0, 0)
-        if self._libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+        self._previous = set_child_subreaper(True)
         self.preexisting = children_of(os.getpid())
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._libc.prctl(_PR_SET_CHILD_SUBREAPER, self._previous.value, 0, 0, 0)
+        set_child_subreaper(self._previous)
 
     def adopted(self) -> set[int]:
         return children_of(os.getpid()) - self.preexisting
@@ -80,19 +75,10 @@ class Reaper:
                             pass
                 killed |= strays
                 adopted = self.adopted() - exclude
-                self.reaped += sum(_reap(pid) for pid in adopted)
+                self.reaped += sum(reap(pid) for pid in adopted)
                 if not strays and not adopted:
                     return len(killed)
                 await trio.sleep(0.002)
-
-
-def _reap(pid: int) -> bool:
-    """Reap ``pid`` if it has exited (never blocks)."""
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return False
-    return bool(done)
 
 
 @dataclass

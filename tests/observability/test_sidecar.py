@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -18,7 +19,9 @@ from tests.engine.harness import FAST, call, finish, turn
 from tests.helpers import make_settings, process_gone, serve_script
 from tests.observability.collector import collector
 from tests.observability.test_spans import INFO, big_run, live
+from tests.proctable import children_of
 from tests.service.server import serve_process, write_config
+from tests.slowness import budget
 
 from orchestrator.engine.runner import RunRequest, RunServices, execute_prepared, prepare_run
 from orchestrator.observability.config import ExportConfig
@@ -51,6 +54,14 @@ def _feed(listener: SidecarListener, events: list[dict], run_dir: Path) -> None:
             log.write(line)
             log.flush()
             listener(typed, line)
+
+
+def _until(condition: Callable[[], bool], what: str) -> None:
+    """Wait (bounded) for ``condition``, which another thread or process makes true."""
+    deadline = time.monotonic() + budget(30)
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
 
 
 def _run_dir(tmp_path: Path) -> Path:
@@ -145,15 +156,10 @@ def test_a_killed_sidecar_is_started_again_and_the_runs_go_on_in_it(tmp_path: Pa
         listener = sink.listener(run_dir, INFO)
         _feed(listener, events[:half], run_dir)
         first = live(events[:half])
-        deadline = time.monotonic() + 30
-        while len(c.spans) < len(first):  # the first sidecar exported all it was shipped
-            assert time.monotonic() < deadline, (len(c.spans), len(first))
-            time.sleep(0.01)
+        _until(lambda: len(c.spans) >= len(first), "the first sidecar exported all it was shipped")
         killed = sink.pid
         os.kill(killed, signal.SIGKILL)
-        while sink.restarts == 0:  # its writer thread notices at its next flush
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        _until(lambda: sink.restarts > 0, "the restart (its writer thread notices at its next flush)")
         # (lines shipped to a sidecar in the instant it dies are lost with what it held: none here)
         _feed(listener, events[half:], run_dir)
         report = sink.close()
@@ -172,10 +178,7 @@ def test_a_sidecar_that_keeps_dying_stops_the_export_not_the_caller(tmp_path: Pa
     sink = SidecarSink(ExportConfig(endpoint="http://127.0.0.1:9/v1/traces", shutdown_timeout_seconds=0.5))
     listener = sink.listener(run_dir, INFO)
     os.kill(sink.pid, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while not sink.gone and time.monotonic() < deadline:  # its writer thread notices at its next flush
-        time.sleep(0.01)
-    assert sink.gone
+    _until(lambda: sink.gone, "the export to stop (its writer thread notices at its next flush)")
     events = big_run(20)
     _feed(listener, events, run_dir)  # never blocks, never raises
     report = sink.close()
@@ -205,20 +208,15 @@ def test_an_interrupt_leaves_the_sidecar_to_send_what_it_holds(tmp_path: Path, m
 
 
 def _sidecars_of(pid: int) -> list[int]:
-    """The sidecar processes ``pid`` started (from /proc: their parent and command line)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-            command = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        parent = next((line.split()[1] for line in status.splitlines() if line.startswith("PPid:")), "")
-        if parent == str(pid) and b"orchestrator.observability.sidecarproc" in command:
-            found.append(int(entry.name))
-    return found
+    """The sidecar processes ``pid`` started."""
+    return [child for child in children_of(pid) if b"orchestrator.observability.sidecarproc" in _command(child)]
+
+
+def _command(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 async def test_orchestrator_serve_exports_its_runs_through_a_sidecar_that_ends_with_it(tmp_path: Path) -> None:
@@ -261,10 +259,7 @@ def test_a_sidecar_that_cannot_be_started_again_stops_the_export_and_close_still
 
     monkeypatch.setattr("orchestrator.observability.sidecar.SidecarChild", refused)
     os.kill(sink.pid, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while not sink.gone:  # its writer thread tries at its next flush
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    _until(lambda: sink.gone, "the export to stop (its writer thread tries at its next flush)")
     assert sink.restarts == 0
     assert sink.close() == ExportReport(submitted=0, exported=0)
     assert "could not be started again ([Errno 24] Too many open files)" in caplog.text
